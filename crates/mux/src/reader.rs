@@ -1,0 +1,159 @@
+//! The task that reads frames from the trunk and queues them on their connections.
+
+use std::io;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, BufReader};
+
+use crate::error::MuxError;
+use crate::frame::{Header, HEADER_LEN, MAX_FRAME_PAYLOAD};
+use crate::shared::{wait_closed, Inner};
+
+/// Buffer between the trunk and the frame parser; saves system calls for small frames.
+const TRUNK_READ_BUFFER: usize = 64 * 1024;
+
+/// Largest step by which a payload buffer grows while its bytes arrive, so a peer that
+/// announces a big frame and then stalls or vanishes does not get the whole size allocated.
+const PAYLOAD_GROWTH_STEP: usize = 64 * 1024;
+
+pub(crate) async fn run<R>(inner: Arc<Inner>, trunk: R)
+where
+    R: AsyncRead + Unpin,
+{
+    let mut closed = inner.subscribe_closed();
+    let mut unblocked = inner.subscribe_unblock();
+    tokio::select! {
+        _ = wait_closed(&mut closed) => return,
+        res = unblocked.wait_for(|u| *u) => {
+            if res.is_err() {
+                return;
+            }
+        }
+    }
+    let mut trunk = BufReader::with_capacity(TRUNK_READ_BUFFER, trunk);
+    let err = tokio::select! {
+        _ = wait_closed(&mut closed) => return,
+        err = read_frames(&inner, &mut trunk) => err,
+    };
+    inner.fail(err);
+}
+
+/// Reads and delivers frames until something ends the stream; returns why.
+async fn read_frames<R>(inner: &Inner, trunk: &mut R) -> MuxError
+where
+    R: AsyncRead + Unpin,
+{
+    loop {
+        let header = match read_header(trunk).await {
+            Ok(Some(h)) => h,
+            Ok(None) => return MuxError::Eof,
+            Err(e) => {
+                return MuxError::TrunkRead {
+                    what: "header",
+                    source: Arc::new(e),
+                }
+            }
+        };
+        let len = match usize::try_from(header.len) {
+            Ok(len) if len <= MAX_FRAME_PAYLOAD => len,
+            _ => {
+                return MuxError::FrameTooLarge {
+                    conn: header.id,
+                    len: header.len,
+                    limit: MAX_FRAME_PAYLOAD,
+                }
+            }
+        };
+        let payload = match read_payload(trunk, len).await {
+            Ok(p) => p,
+            Err(e) => {
+                return MuxError::TrunkRead {
+                    what: "payload",
+                    source: Arc::new(e),
+                }
+            }
+        };
+        if let Err(e) = inner.deliver(header.id, payload) {
+            return e;
+        }
+    }
+}
+
+/// Reads one frame header. `Ok(None)` means the trunk ended cleanly before the header;
+/// an end inside the header is an `UnexpectedEof` error.
+async fn read_header<R>(trunk: &mut R) -> io::Result<Option<Header>>
+where
+    R: AsyncRead + Unpin,
+{
+    let mut raw = [0u8; HEADER_LEN];
+    let mut filled = 0;
+    while let Some(rest) = raw.get_mut(filled..).filter(|r| !r.is_empty()) {
+        let n = trunk.read(rest).await?;
+        if n == 0 {
+            if filled == 0 {
+                return Ok(None);
+            }
+            return Err(unexpected_eof());
+        }
+        filled += n;
+    }
+    Ok(Some(Header::decode(raw)))
+}
+
+/// Reads exactly `len` payload bytes, growing the buffer as they arrive.
+async fn read_payload<R>(trunk: &mut R, len: usize) -> io::Result<Bytes>
+where
+    R: AsyncRead + Unpin,
+{
+    let mut buf = BytesMut::new();
+    while buf.len() < len {
+        let want = (len - buf.len()).min(PAYLOAD_GROWTH_STEP);
+        buf.reserve(want);
+        let n = (&mut *trunk).take(want as u64).read_buf(&mut buf).await?;
+        if n == 0 {
+            return Err(unexpected_eof());
+        }
+    }
+    Ok(buf.freeze())
+}
+
+fn unexpected_eof() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "unexpected EOF")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn header_distinguishes_clean_and_truncated_end() {
+        let mut empty: &[u8] = &[];
+        assert_eq!(read_header(&mut empty).await.unwrap(), None);
+
+        let mut short: &[u8] = &[0, 0, 0, 1, 0];
+        let err = read_header(&mut short).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+
+        let mut full: &[u8] = &[0, 0, 0, 1, 0, 0, 0, 3, 9];
+        let h = read_header(&mut full).await.unwrap().unwrap();
+        assert_eq!((h.id, h.len), (1, 3));
+    }
+
+    #[tokio::test]
+    async fn payload_reads_exact_length_across_growth_steps() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+        let mut src: &[u8] = &data;
+        let got = read_payload(&mut src, 150_000).await.unwrap();
+        assert_eq!(&got[..], &data[..150_000]);
+        assert_eq!(src.len(), 50_000);
+    }
+
+    #[tokio::test]
+    async fn truncated_payload_is_an_error() {
+        let data = [1u8; 10];
+        let mut src: &[u8] = &data;
+        let err = read_payload(&mut src, 11).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+}

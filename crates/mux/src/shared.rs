@@ -1,0 +1,282 @@
+//! State shared by the [`Mux`](crate::Mux) handles, its connections and its tasks.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::task::Waker;
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::{watch, Notify};
+
+use crate::error::MuxError;
+use crate::frame::{ConnId, RESERVED_CONN_ID};
+use crate::options::MuxOptions;
+
+/// Locks a std mutex; a poisoned lock is still usable because every critical section
+/// leaves the data consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Receive queue of one logical connection.
+pub(crate) struct ConnQueue {
+    pub(crate) id: ConnId,
+    pub(crate) state: Mutex<QueueState>,
+}
+
+#[derive(Default)]
+pub(crate) struct QueueState {
+    /// Received frames not yet read, oldest first. Empty frames are kept: they read as
+    /// a zero-length read.
+    pub(crate) frames: VecDeque<Bytes>,
+    /// Task waiting for a frame.
+    pub(crate) waker: Option<Waker>,
+    /// No more frames will arrive (the conn or the whole mux was closed).
+    pub(crate) closed: bool,
+}
+
+impl ConnQueue {
+    fn new(id: ConnId) -> ConnQueue {
+        ConnQueue {
+            id,
+            state: Mutex::new(QueueState::default()),
+        }
+    }
+
+    /// Marks the queue as finished and wakes its reader.
+    pub(crate) fn finish(&self) {
+        let waker = {
+            let mut st = lock(&self.state);
+            st.closed = true;
+            st.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+/// Outgoing bytes, already framed, waiting for the writer task.
+#[derive(Default)]
+pub(crate) struct WriteState {
+    pub(crate) pending: BytesMut,
+    /// Total number of bytes ever appended to `pending`.
+    pub(crate) queued_end: u64,
+    /// Total number of bytes written to the trunk.
+    pub(crate) written_end: u64,
+    /// Tasks waiting for room in `pending` or for their bytes to be written.
+    pub(crate) waiters: Vec<Waker>,
+}
+
+impl WriteState {
+    pub(crate) fn add_waiter(&mut self, waker: &Waker) {
+        if !self.waiters.iter().any(|w| w.will_wake(waker)) {
+            self.waiters.push(waker.clone());
+        }
+    }
+
+    fn wake_all(&mut self) -> Vec<Waker> {
+        std::mem::take(&mut self.waiters)
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) opts: MuxOptions,
+    conns: Mutex<HashMap<ConnId, Arc<ConnQueue>>>,
+    closed: AtomicBool,
+    closed_tx: watch::Sender<bool>,
+    unblock_tx: watch::Sender<bool>,
+    error: OnceLock<MuxError>,
+    pub(crate) write: Mutex<WriteState>,
+    pub(crate) writer_wake: Notify,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mux")
+            .field("opts", &self.opts)
+            .field("closed", &self.is_closed())
+            .field("error", &self.error.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    pub(crate) fn new(opts: &MuxOptions) -> Inner {
+        Inner {
+            opts: opts.normalized(),
+            conns: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            closed_tx: watch::Sender::new(false),
+            unblock_tx: watch::Sender::new(false),
+            error: OnceLock::new(),
+            write: Mutex::new(WriteState::default()),
+            writer_wake: Notify::new(),
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn error(&self) -> Option<MuxError> {
+        self.error.get().cloned()
+    }
+
+    /// The error a read sees once its queue is drained: `None` means end of stream.
+    pub(crate) fn read_error(&self) -> Option<MuxError> {
+        self.error.get().filter(|e| !e.is_eof()).cloned()
+    }
+
+    pub(crate) fn subscribe_closed(&self) -> watch::Receiver<bool> {
+        self.closed_tx.subscribe()
+    }
+
+    pub(crate) fn subscribe_unblock(&self) -> watch::Receiver<bool> {
+        self.unblock_tx.subscribe()
+    }
+
+    pub(crate) fn unblock(&self) {
+        if !self.unblock_tx.send_replace(true) {
+            tracing::debug!("mux reader unblocked");
+        }
+    }
+
+    pub(crate) fn open(&self, id: ConnId) -> Result<Arc<ConnQueue>, MuxError> {
+        if id == RESERVED_CONN_ID {
+            return Err(MuxError::ReservedConnId(id));
+        }
+        let mut conns = lock(&self.conns);
+        // Checked under the table lock: close() sets the flag before emptying the table.
+        if self.is_closed() {
+            return Err(MuxError::Closed);
+        }
+        if conns.contains_key(&id) {
+            return Err(MuxError::AlreadyOpen(id));
+        }
+        let queue = Arc::new(ConnQueue::new(id));
+        conns.insert(id, Arc::clone(&queue));
+        tracing::debug!(conn = id, "mux connection opened");
+        Ok(queue)
+    }
+
+    /// Removes `queue` from the table (if it is still the one registered for its id) and
+    /// finishes it.
+    pub(crate) fn remove(&self, queue: &Arc<ConnQueue>) {
+        let removed = {
+            let mut conns = lock(&self.conns);
+            match conns.get(&queue.id) {
+                Some(current) if Arc::ptr_eq(current, queue) => conns.remove(&queue.id).is_some(),
+                _ => false,
+            }
+        };
+        if removed {
+            tracing::debug!(conn = queue.id, "mux connection closed");
+        }
+        queue.finish();
+    }
+
+    /// Queues a received frame for its connection. Frames for ids that are not open are
+    /// dropped.
+    pub(crate) fn deliver(&self, id: ConnId, payload: Bytes) -> Result<(), MuxError> {
+        let queue = lock(&self.conns).get(&id).cloned();
+        let Some(queue) = queue else {
+            tracing::trace!(
+                conn = id,
+                len = payload.len(),
+                "dropping frame for unopened connection"
+            );
+            return Ok(());
+        };
+        let waker = {
+            let mut st = lock(&queue.state);
+            if st.closed {
+                tracing::trace!(conn = id, "dropping frame for closed connection");
+                return Ok(());
+            }
+            if st.frames.len() >= self.opts.read_queue_len {
+                return Err(MuxError::QueueOverflow { conn: id });
+            }
+            st.frames.push_back(payload);
+            st.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// Records `err` (unless an error was recorded before) and closes the mux.
+    pub(crate) fn fail(&self, err: MuxError) {
+        if self.is_closed() {
+            tracing::debug!(error = %err, "error after mux close ignored");
+            return;
+        }
+        if err.is_eof() {
+            tracing::debug!("mux trunk reached EOF");
+        } else {
+            tracing::debug!(error = %err, "mux failed");
+        }
+        let _ = self.error.set(err);
+        self.close();
+    }
+
+    /// Closes the mux: every connection, the reader, and (after a bounded drain of
+    /// already-accepted writes) the trunk. Idempotent.
+    pub(crate) fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        tracing::debug!("closing mux");
+        let conns: Vec<Arc<ConnQueue>> = lock(&self.conns).drain().map(|(_, q)| q).collect();
+        for queue in conns {
+            queue.finish();
+        }
+        self.closed_tx.send_replace(true);
+        self.writer_wake.notify_one();
+        let waiters = lock(&self.write).wake_all();
+        for w in waiters {
+            w.wake();
+        }
+    }
+
+    /// Takes every framed byte waiting to be written.
+    pub(crate) fn take_pending(&self) -> Option<Bytes> {
+        let mut ws = lock(&self.write);
+        if ws.pending.is_empty() {
+            None
+        } else {
+            Some(ws.pending.split().freeze())
+        }
+    }
+
+    /// Records that `n` more bytes reached the trunk and wakes waiting writers.
+    pub(crate) fn written(&self, n: usize) {
+        let waiters = {
+            let mut ws = lock(&self.write);
+            ws.written_end = ws.written_end.saturating_add(n as u64);
+            ws.wake_all()
+        };
+        for w in waiters {
+            w.wake();
+        }
+    }
+}
+
+/// Closes the mux when the last user-visible handle ([`Mux`](crate::Mux) or
+/// [`MuxConn`](crate::MuxConn)) is dropped, so the tasks never outlive their users.
+pub(crate) struct Guard {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.inner.close();
+    }
+}
+
+/// Resolves when the mux is closed.
+pub(crate) async fn wait_closed(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|closed| *closed).await;
+}

@@ -1,0 +1,419 @@
+//! The ttRPC [`Client`]: concurrent unary calls multiplexed by stream id.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use prost::Message;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+use crate::code::Code;
+use crate::error::Error;
+use crate::frame::{self, FrameReader, Inbound, MAX_MESSAGE_LEN, MESSAGE_TYPE_REQUEST};
+use crate::proto;
+use crate::status::Status;
+
+/// What the reader hands to a waiting call: the raw response envelope, or a
+/// per-call failure.
+type Reply = Result<Bytes, Error>;
+
+/// A ttRPC client over one byte stream.
+///
+/// Calls may be issued concurrently from any number of tasks (the client is a
+/// cheap [`Clone`]); each gets its own odd stream id (1, 3, 5, ...) and
+/// responses are matched by id, in whatever order they arrive. A reader task
+/// and a writer task run on the tokio runtime the client was created on.
+///
+/// The connection is closed by [`Client::close`], when the peer closes it or
+/// fails, or when the last clone of the client is dropped. Pending calls then
+/// fail with [`Error::Closed`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use nri_ttrpc::{Client, Server, Status};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (client_io, server_io) = tokio::net::UnixStream::pair()?;
+///
+/// let mut server = Server::new();
+/// server.register("demo.Echo", "Echo", |_ctx, payload: Vec<u8>| {
+///     Box::pin(async move { Ok::<_, Status>(payload) }) as nri_ttrpc::BoxFuture<'static, _>
+/// });
+/// tokio::spawn(Arc::new(server).serve(server_io));
+///
+/// let client = Client::new(client_io);
+/// let reply = client.call("demo.Echo", "Echo", b"hi".to_vec(), None).await?;
+/// assert_eq!(reply, b"hi");
+/// client.close();
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    handle: Arc<Handle>,
+}
+
+/// Owned by the `Client` clones only; closes the connection when the last
+/// clone goes away. The background tasks hold `Shared`, not this.
+struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    closed: watch::Sender<bool>,
+}
+
+struct State {
+    next_id: u32,
+    pending: HashMap<u32, oneshot::Sender<Reply>>,
+    /// Frames for the writer task; `None` once the client is closed.
+    outbound: Option<mpsc::UnboundedSender<Vec<u8>>>,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks the client closed and fails every pending call with `Closed`
+    /// (by dropping their reply senders).
+    fn close(&self) {
+        let pending = {
+            let mut st = self.state();
+            st.outbound = None;
+            std::mem::take(&mut st.pending)
+        };
+        if !pending.is_empty() {
+            tracing::debug!(
+                pending = pending.len(),
+                "ttrpc client closed with pending calls"
+            );
+        }
+        drop(pending);
+        self.closed.send_replace(true);
+    }
+
+    /// Assigns the next stream id to `frame`, registers the call and queues
+    /// the frame, all under one lock so ids reach the wire in increasing order.
+    fn start_call(&self, mut frame: Vec<u8>, reply: oneshot::Sender<Reply>) -> Result<u32, Error> {
+        let mut st = self.state();
+        let id = st.next_id;
+        let next = id
+            .checked_add(2)
+            .ok_or_else(|| Error::Protocol("stream ids exhausted".into()))?;
+        let Some(outbound) = st.outbound.as_ref() else {
+            return Err(Error::Closed);
+        };
+        frame::set_stream_id(&mut frame, id);
+        outbound.send(frame).map_err(|_| Error::Closed)?;
+        st.next_id = next;
+        st.pending.insert(id, reply);
+        Ok(id)
+    }
+
+    /// Hands a reply to the call waiting on `id`. Returns false when no call
+    /// waits (it timed out, was dropped, or the id was never used).
+    fn deliver(&self, id: u32, reply: Reply) -> bool {
+        let waiter = self.state().pending.remove(&id);
+        match waiter {
+            Some(tx) => {
+                // The receiver may be gone already; that call was abandoned.
+                let _ = tx.send(reply);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn is_pending(&self, id: u32) -> bool {
+        self.state().pending.contains_key(&id)
+    }
+
+    fn forget(&self, id: u32) {
+        self.state().pending.remove(&id);
+    }
+}
+
+/// Removes a call's pending entry when the call ends for any reason
+/// (response, timeout, or the caller dropping the future).
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: u32,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.forget(self.id);
+    }
+}
+
+impl Client {
+    /// Creates a client over `stream` and starts its reader and writer tasks.
+    ///
+    /// # Panics
+    ///
+    /// Must be called from within a tokio runtime (it spawns tasks).
+    pub fn new<S>(stream: S) -> Client
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let (rd, wr) = tokio::io::split(stream);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (closed, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                next_id: 1,
+                pending: HashMap::new(),
+                outbound: Some(tx),
+            }),
+            closed,
+        });
+        tokio::spawn(read_loop(shared.clone(), FrameReader::new(rd)));
+        tokio::spawn(write_loop(shared.clone(), rx, wr));
+        Client {
+            handle: Arc::new(Handle { shared }),
+        }
+    }
+
+    /// Calls `service`/`method` with an already encoded request message and
+    /// returns the encoded response message.
+    ///
+    /// With a `timeout`, the request carries it in `timeout_nano` (so the
+    /// server can apply the same deadline) and the call fails locally with
+    /// [`Error::Timeout`] once it passes; a response arriving later is
+    /// dropped.
+    ///
+    /// Errors: [`Error::Oversized`] if the request envelope exceeds
+    /// [`MAX_MESSAGE_LEN`] (nothing is sent), [`Error::Status`] if the server
+    /// answered with a non-`OK` status, [`Error::Closed`] if the connection is
+    /// or becomes closed before the response, [`Error::Protocol`] if the
+    /// response cannot be decoded.
+    pub async fn call(
+        &self,
+        service: &str,
+        method: &str,
+        payload: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<u8>, Error> {
+        let shared = &*self.handle.shared;
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let request = proto::Request {
+            service: service.to_owned(),
+            method: method.to_owned(),
+            payload,
+            timeout_nano: timeout.map(timeout_nano).unwrap_or(0),
+            metadata: Vec::new(),
+        };
+        let frame = frame::encode_frame(0, MESSAGE_TYPE_REQUEST, 0, &request)?;
+        drop(request);
+
+        let (tx, rx) = oneshot::channel();
+        let id = shared.start_call(frame, tx)?;
+        let _guard = PendingGuard { shared, id };
+        tracing::debug!(stream_id = id, service, method, "ttrpc call sent");
+
+        let reply = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, rx).await {
+                Ok(reply) => reply,
+                Err(_) => {
+                    tracing::debug!(stream_id = id, service, method, "ttrpc call timed out");
+                    return Err(Error::Timeout);
+                }
+            },
+            None => rx.await,
+        };
+        let bytes = reply.map_err(|_| Error::Closed)??;
+        let response = proto::Response::decode(bytes)
+            .map_err(|e| Error::Protocol(format!("invalid response envelope: {e}")))?;
+        match response.status {
+            Some(st) if st.code != i32::from(Code::Ok) => Err(Error::Status(Status::from(st))),
+            _ => Ok(response.payload),
+        }
+    }
+
+    /// Like [`Client::call`], encoding `request` and decoding the response as
+    /// `Resp`. A response that does not decode fails with
+    /// [`Error::Protocol`].
+    pub async fn call_msg<Req, Resp>(
+        &self,
+        service: &str,
+        method: &str,
+        request: &Req,
+        timeout: Option<Duration>,
+    ) -> Result<Resp, Error>
+    where
+        Req: Message,
+        Resp: Message + Default,
+    {
+        let payload = request.encode_to_vec();
+        let reply = self.call(service, method, payload, timeout).await?;
+        Resp::decode(reply.as_slice())
+            .map_err(|e| Error::Protocol(format!("invalid {service}/{method} response: {e}")))
+    }
+
+    /// Closes the connection. Pending and later calls fail with
+    /// [`Error::Closed`]; the stream is dropped once the background tasks
+    /// notice.
+    pub fn close(&self) {
+        self.handle.shared.close();
+    }
+
+    /// Resolves once the connection is closed, locally or by the peer.
+    pub async fn closed(&self) {
+        let mut rx = self.handle.shared.closed.subscribe();
+        // The sender lives as long as `self`, so this only ends on `true`.
+        let _ = rx.wait_for(|closed| *closed).await;
+    }
+
+    /// Whether the connection is closed.
+    pub fn is_closed(&self) -> bool {
+        *self.handle.shared.closed.borrow()
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Converts a timeout into `timeout_nano`: saturating, and at least 1 so a
+/// zero timeout still reads as "has a deadline" on the server.
+fn timeout_nano(timeout: Duration) -> i64 {
+    i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX).max(1)
+}
+
+async fn wait_closed(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|closed| *closed).await;
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, mut reader: FrameReader<R>) {
+    let mut closed = shared.closed.subscribe();
+    loop {
+        let inbound = tokio::select! {
+            biased;
+            _ = wait_closed(&mut closed) => break,
+            inbound = reader.next() => inbound,
+        };
+        match inbound {
+            Ok(Inbound::Eof) => {
+                tracing::debug!("ttrpc client: peer closed the connection");
+                break;
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "ttrpc client: connection failed");
+                break;
+            }
+            Ok(Inbound::Oversized(header)) => {
+                let status = Status::new(
+                    Code::ResourceExhausted,
+                    frame::oversize_message(header.length as usize, MAX_MESSAGE_LEN),
+                );
+                if !shared.deliver(header.stream_id, Err(Error::Status(status))) {
+                    tracing::debug!(
+                        stream_id = header.stream_id,
+                        "ttrpc client: dropped oversized message for inactive stream"
+                    );
+                }
+            }
+            Ok(Inbound::Frame(header, payload)) => {
+                let id = header.stream_id;
+                if header.kind == frame::MESSAGE_TYPE_RESPONSE {
+                    if !shared.deliver(id, Ok(payload)) {
+                        tracing::debug!(
+                            stream_id = id,
+                            "ttrpc client: dropped response for inactive stream"
+                        );
+                    }
+                } else if shared.is_pending(id) {
+                    let err = Error::Protocol(format!(
+                        "unexpected {} message (type {}) on stream {id}",
+                        frame::kind_name(header.kind),
+                        header.kind
+                    ));
+                    shared.deliver(id, Err(err));
+                } else {
+                    tracing::debug!(
+                        stream_id = id,
+                        kind = header.kind,
+                        "ttrpc client: ignored message"
+                    );
+                }
+            }
+        }
+    }
+    shared.close();
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    shared: Arc<Shared>,
+    mut frames: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut writer: W,
+) {
+    let mut closed = shared.closed.subscribe();
+    loop {
+        let result = tokio::select! {
+            biased;
+            _ = wait_closed(&mut closed) => break,
+            next = frames.recv() => match next {
+                Some(frame) => {
+                    tokio::select! {
+                        biased;
+                        _ = wait_closed(&mut closed) => break,
+                        r = frame::write_frame(&mut writer, &frame) => r,
+                    }
+                }
+                None => break,
+            },
+        };
+        if let Err(err) = result {
+            tracing::debug!(error = %err, "ttrpc client: write failed");
+            break;
+        }
+    }
+    shared.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_nano_saturates_and_is_positive() {
+        assert_eq!(timeout_nano(Duration::from_secs(2)), 2_000_000_000);
+        assert_eq!(timeout_nano(Duration::ZERO), 1);
+        assert_eq!(timeout_nano(Duration::MAX), i64::MAX);
+    }
+
+    #[tokio::test]
+    async fn dropping_last_clone_closes_the_stream() {
+        let (a, mut b) = tokio::io::duplex(1024);
+        let client = Client::new(a);
+        let clone = client.clone();
+        drop(client);
+        assert!(!clone.is_closed());
+        drop(clone);
+        let mut buf = [0u8; 1];
+        let n = tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::io::AsyncReadExt::read(&mut b, &mut buf),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(n, 0);
+    }
+}

@@ -1,0 +1,382 @@
+//! Message framing: the 10-byte ttRPC header and a bounded frame reader.
+//!
+//! Every message on the wire is a header followed by `length` payload bytes:
+//!
+//! ```text
+//! +----------------+----------------+--------+--------+----------------+
+//! | length u32 BE  | stream id u32BE| type u8| flags u8| payload ...   |
+//! +----------------+----------------+--------+--------+----------------+
+//! ```
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::error::Error;
+
+/// Length of the message header in bytes.
+pub const HEADER_LEN: usize = 10;
+
+/// Largest payload (encoded envelope) accepted or sent: 4 MiB.
+pub const MAX_MESSAGE_LEN: usize = 4 << 20;
+
+/// Message type of a request.
+pub const MESSAGE_TYPE_REQUEST: u8 = 1;
+/// Message type of a response.
+pub const MESSAGE_TYPE_RESPONSE: u8 = 2;
+/// Message type of a streaming data message (not used by unary calls).
+pub const MESSAGE_TYPE_DATA: u8 = 3;
+
+/// Size of the chunks an oversized payload is discarded in.
+const DISCARD_CHUNK: usize = 16 * 1024;
+/// Initial read buffer capacity.
+const READ_BUF: usize = 8 * 1024;
+
+/// A decoded message header.
+///
+/// ```
+/// use nri_ttrpc::frame::{FrameHeader, MESSAGE_TYPE_REQUEST};
+///
+/// let h = FrameHeader { length: 7, stream_id: 3, kind: MESSAGE_TYPE_REQUEST, flags: 0 };
+/// let bytes = h.encode();
+/// assert_eq!(bytes, [0, 0, 0, 7, 0, 0, 0, 3, 1, 0]);
+/// assert_eq!(FrameHeader::decode(&bytes), h);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    /// Payload length, excluding the header.
+    pub length: u32,
+    /// Stream id: odd for client-initiated streams.
+    pub stream_id: u32,
+    /// Message type ([`MESSAGE_TYPE_REQUEST`], [`MESSAGE_TYPE_RESPONSE`], ...).
+    pub kind: u8,
+    /// Type-specific flags.
+    pub flags: u8,
+}
+
+impl FrameHeader {
+    /// Encodes the header into its 10 wire bytes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0u8; HEADER_LEN];
+        out[..4].copy_from_slice(&self.length.to_be_bytes());
+        out[4..8].copy_from_slice(&self.stream_id.to_be_bytes());
+        out[8] = self.kind;
+        out[9] = self.flags;
+        out
+    }
+
+    /// Decodes a header from its 10 wire bytes.
+    pub fn decode(bytes: &[u8; HEADER_LEN]) -> Self {
+        let [l0, l1, l2, l3, s0, s1, s2, s3, kind, flags] = *bytes;
+        FrameHeader {
+            length: u32::from_be_bytes([l0, l1, l2, l3]),
+            stream_id: u32::from_be_bytes([s0, s1, s2, s3]),
+            kind,
+            flags,
+        }
+    }
+}
+
+/// The text Go's ttRPC uses for a message over the size limit.
+pub(crate) fn oversize_message(len: usize, max: usize) -> String {
+    format!("message length {len} exceed maximum message size of {max}")
+}
+
+/// Human-readable name of a message type, for logs and errors.
+pub(crate) fn kind_name(kind: u8) -> &'static str {
+    match kind {
+        MESSAGE_TYPE_REQUEST => "request",
+        MESSAGE_TYPE_RESPONSE => "response",
+        MESSAGE_TYPE_DATA => "data",
+        _ => "unknown",
+    }
+}
+
+/// Encodes `msg` behind a header into one contiguous buffer.
+///
+/// Fails with [`Error::Oversized`] when the encoded message exceeds
+/// [`MAX_MESSAGE_LEN`]; nothing is allocated for it in that case.
+pub(crate) fn encode_frame(
+    stream_id: u32,
+    kind: u8,
+    flags: u8,
+    msg: &impl prost::Message,
+) -> Result<Vec<u8>, Error> {
+    let len = msg.encoded_len();
+    if len > MAX_MESSAGE_LEN {
+        return Err(Error::Oversized {
+            len,
+            max: MAX_MESSAGE_LEN,
+        });
+    }
+    let length = u32::try_from(len).map_err(|_| Error::Oversized {
+        len,
+        max: MAX_MESSAGE_LEN,
+    })?;
+    let mut buf = Vec::with_capacity(HEADER_LEN + len);
+    let header = FrameHeader {
+        length,
+        stream_id,
+        kind,
+        flags,
+    };
+    buf.extend_from_slice(&header.encode());
+    msg.encode(&mut buf)
+        .map_err(|e| Error::Protocol(format!("encoding message: {e}")))?;
+    Ok(buf)
+}
+
+/// Rewrites the stream id of a frame built by [`encode_frame`].
+pub(crate) fn set_stream_id(frame: &mut [u8], stream_id: u32) {
+    if let Some(slot) = frame.get_mut(4..8) {
+        slot.copy_from_slice(&stream_id.to_be_bytes());
+    }
+}
+
+/// Writes one complete frame with a single `write_all`, then flushes.
+pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    frame: &[u8],
+) -> std::io::Result<()> {
+    writer.write_all(frame).await?;
+    writer.flush().await
+}
+
+/// What the [`FrameReader`] produced.
+#[derive(Debug)]
+pub(crate) enum Inbound {
+    /// A complete message.
+    Frame(FrameHeader, Bytes),
+    /// A message whose announced length exceeded [`MAX_MESSAGE_LEN`]; its
+    /// payload has been read and discarded.
+    Oversized(FrameHeader),
+    /// The peer closed the stream cleanly, between two messages.
+    Eof,
+}
+
+/// Reads frames from a byte stream with bounded memory.
+///
+/// [`FrameReader::next`] is cancel-safe: all progress is kept in the reader,
+/// so the future may be dropped (e.g. in `tokio::select!`) and called again
+/// without losing bytes.
+pub(crate) struct FrameReader<R> {
+    inner: R,
+    buf: BytesMut,
+    /// Header of an oversized message being discarded, and the bytes left.
+    discarding: Option<(FrameHeader, usize)>,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        FrameReader {
+            inner,
+            buf: BytesMut::with_capacity(READ_BUF),
+            discarding: None,
+        }
+    }
+
+    /// Returns the next message, an oversize notice, or EOF.
+    pub(crate) async fn next(&mut self) -> Result<Inbound, Error> {
+        loop {
+            if let Some((header, left)) = self.discarding.as_mut() {
+                let drop_now = (*left).min(self.buf.len());
+                self.buf.advance(drop_now);
+                *left -= drop_now;
+                if *left == 0 {
+                    let header = *header;
+                    self.discarding = None;
+                    return Ok(Inbound::Oversized(header));
+                }
+                // Keep the buffer small while discarding.
+                if self.buf.capacity() < DISCARD_CHUNK {
+                    self.buf.reserve(DISCARD_CHUNK);
+                }
+                self.fill("oversized message").await?;
+                continue;
+            }
+
+            if let Some(header) = self.peek_header() {
+                let len = header.length as usize;
+                if len > MAX_MESSAGE_LEN {
+                    tracing::debug!(
+                        stream_id = header.stream_id,
+                        len,
+                        "discarding oversized message"
+                    );
+                    self.buf.advance(HEADER_LEN);
+                    self.discarding = Some((header, len));
+                    continue;
+                }
+                let total = HEADER_LEN + len;
+                if self.buf.len() >= total {
+                    self.buf.advance(HEADER_LEN);
+                    let payload = self.buf.split_to(len).freeze();
+                    return Ok(Inbound::Frame(header, payload));
+                }
+                self.buf.reserve(total - self.buf.len());
+                self.fill("message payload").await?;
+                continue;
+            }
+
+            if self.buf.is_empty() {
+                if self.buf.capacity() < READ_BUF {
+                    self.buf.reserve(READ_BUF);
+                }
+                let n = self.inner.read_buf(&mut self.buf).await?;
+                if n == 0 {
+                    return Ok(Inbound::Eof);
+                }
+            } else {
+                self.buf.reserve(HEADER_LEN);
+                self.fill("message header").await?;
+            }
+        }
+    }
+
+    fn peek_header(&self) -> Option<FrameHeader> {
+        let bytes: &[u8; HEADER_LEN] = self.buf.get(..HEADER_LEN)?.try_into().ok()?;
+        Some(FrameHeader::decode(bytes))
+    }
+
+    /// Reads more bytes; EOF here means the peer stopped mid-message.
+    async fn fill(&mut self, what: &str) -> Result<(), Error> {
+        let n = self.inner.read_buf(&mut self.buf).await?;
+        if n == 0 {
+            return Err(Error::Protocol(format!(
+                "connection closed in the middle of a {what}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(length: u32, stream_id: u32, kind: u8) -> [u8; HEADER_LEN] {
+        FrameHeader {
+            length,
+            stream_id,
+            kind,
+            flags: 0,
+        }
+        .encode()
+    }
+
+    #[tokio::test]
+    async fn reads_frames_split_across_writes() {
+        let (mut a, b) = tokio::io::duplex(64);
+        let mut reader = FrameReader::new(b);
+        let writer = tokio::spawn(async move {
+            let mut bytes = header(3, 1, MESSAGE_TYPE_REQUEST).to_vec();
+            bytes.extend_from_slice(b"abc");
+            bytes.extend_from_slice(&header(0, 3, MESSAGE_TYPE_RESPONSE));
+            for b in bytes {
+                a.write_all(&[b]).await.unwrap();
+            }
+        });
+        match reader.next().await.unwrap() {
+            Inbound::Frame(h, p) => {
+                assert_eq!(h.stream_id, 1);
+                assert_eq!(h.kind, MESSAGE_TYPE_REQUEST);
+                assert_eq!(&p[..], b"abc");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match reader.next().await.unwrap() {
+            Inbound::Frame(h, p) => {
+                assert_eq!(h.stream_id, 3);
+                assert!(p.is_empty());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        writer.await.unwrap();
+        assert!(matches!(reader.next().await.unwrap(), Inbound::Eof));
+    }
+
+    #[tokio::test]
+    async fn discards_oversized_payload_without_buffering_it() {
+        let (mut a, b) = tokio::io::duplex(64 * 1024);
+        let mut reader = FrameReader::new(b);
+        let len = MAX_MESSAGE_LEN + 1;
+        let writer = tokio::spawn(async move {
+            a.write_all(&header(len as u32, 5, MESSAGE_TYPE_REQUEST))
+                .await
+                .unwrap();
+            let chunk = vec![0x55u8; 64 * 1024];
+            let mut left = len;
+            while left > 0 {
+                let n = left.min(chunk.len());
+                a.write_all(&chunk[..n]).await.unwrap();
+                left -= n;
+            }
+            a.write_all(&header(1, 7, MESSAGE_TYPE_REQUEST))
+                .await
+                .unwrap();
+            a.write_all(b"z").await.unwrap();
+        });
+        match reader.next().await.unwrap() {
+            Inbound::Oversized(h) => {
+                assert_eq!(h.stream_id, 5);
+                assert_eq!(h.length as usize, len);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(reader.buf.capacity() < 1024 * 1024);
+        match reader.next().await.unwrap() {
+            Inbound::Frame(h, p) => {
+                assert_eq!(h.stream_id, 7);
+                assert_eq!(&p[..], b"z");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        writer.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn truncated_header_is_a_protocol_error() {
+        let (mut a, b) = tokio::io::duplex(64);
+        a.write_all(&[0, 0, 0]).await.unwrap();
+        drop(a);
+        let mut reader = FrameReader::new(b);
+        assert!(matches!(reader.next().await, Err(Error::Protocol(_))));
+    }
+
+    #[tokio::test]
+    async fn truncated_payload_is_a_protocol_error() {
+        let (mut a, b) = tokio::io::duplex(64);
+        a.write_all(&header(10, 1, MESSAGE_TYPE_REQUEST))
+            .await
+            .unwrap();
+        a.write_all(b"abc").await.unwrap();
+        drop(a);
+        let mut reader = FrameReader::new(b);
+        assert!(matches!(reader.next().await, Err(Error::Protocol(_))));
+    }
+
+    #[test]
+    fn encode_frame_refuses_oversized() {
+        let msg = crate::proto::Response {
+            status: None,
+            payload: vec![0; MAX_MESSAGE_LEN],
+        };
+        match encode_frame(1, MESSAGE_TYPE_RESPONSE, 0, &msg) {
+            Err(Error::Oversized { len, max }) => {
+                assert_eq!(max, MAX_MESSAGE_LEN);
+                assert_eq!(len, MAX_MESSAGE_LEN + 1 + 4);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn encode_frame_layout() {
+        let msg = crate::proto::KeyValue {
+            key: "a".into(),
+            value: String::new(),
+        };
+        let mut frame = encode_frame(0, MESSAGE_TYPE_REQUEST, 0, &msg).unwrap();
+        set_stream_id(&mut frame, 9);
+        assert_eq!(frame, vec![0, 0, 0, 3, 0, 0, 0, 9, 1, 0, 0x0a, 0x01, b'a']);
+    }
+}

@@ -1,0 +1,72 @@
+//! Unary ttRPC over any async byte stream.
+//!
+//! ttRPC is containerd's lightweight RPC protocol; NRI uses it between the
+//! runtime and its plugins. This crate implements the unary part of the
+//! protocol, wire-compatible with `github.com/containerd/ttrpc` v1.2.7:
+//!
+//! * every message is a 10-byte header (payload length u32 BE, stream id
+//!   u32 BE, message type u8, flags u8) followed by a protobuf envelope
+//!   ([`proto::Request`] or [`proto::Response`]), see [`frame`];
+//! * calls use odd stream ids 1, 3, 5, ... and may be answered in any order;
+//! * outcomes are `google.rpc` status codes ([`Code`], [`Status`]);
+//! * messages are limited to [`MAX_MESSAGE_LEN`] (4 MiB) in both directions;
+//! * a call's timeout travels in `timeout_nano` and becomes the handler's
+//!   deadline on the server.
+//!
+//! The transport is anything implementing `AsyncRead + AsyncWrite + Send +
+//! Unpin + 'static`: a Unix socket, an in-memory duplex, or a logical
+//! connection of a multiplexer. Each message is written with a single
+//! `write_all` of header and payload, followed by a flush.
+//!
+//! Streaming RPCs and request metadata on the client side are not supported.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use nri_ttrpc::{Client, Code, Server, Status};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut server = Server::new();
+//! server.register("demo.Echo", "Echo", |_ctx, payload: Vec<u8>| {
+//!     Box::pin(async move {
+//!         if payload.is_empty() {
+//!             return Err(Status::new(Code::InvalidArgument, "empty"));
+//!         }
+//!         Ok(payload)
+//!     }) as nri_ttrpc::BoxFuture<'static, _>
+//! });
+//!
+//! let (client_io, server_io) = tokio::net::UnixStream::pair()?;
+//! tokio::spawn(Arc::new(server).serve(server_io));
+//! let client = Client::new(client_io);
+//!
+//! let reply = client
+//!     .call("demo.Echo", "Echo", b"ping".to_vec(), Some(Duration::from_secs(1)))
+//!     .await?;
+//! assert_eq!(reply, b"ping");
+//!
+//! let err = client.call("demo.Echo", "Echo", Vec::new(), None).await.unwrap_err();
+//! assert_eq!(err.code(), Code::InvalidArgument);
+//! # Ok(())
+//! # }
+//! ```
+
+mod client;
+mod code;
+mod context;
+mod error;
+pub mod frame;
+pub mod proto;
+mod server;
+mod status;
+
+pub use client::Client;
+pub use code::Code;
+pub use context::RequestContext;
+pub use error::Error;
+pub use frame::MAX_MESSAGE_LEN;
+pub use server::{BoxFuture, Handler, Server};
+pub use status::Status;
