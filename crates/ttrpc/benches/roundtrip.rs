@@ -34,6 +34,8 @@ fn main() {
     );
     let ttrpc = rt.block_on(bench_ttrpc(iters));
     report("ttrpc call (UnixStream pair)", ttrpc);
+    let muxed = rt.block_on(bench_ttrpc_over_mux(iters));
+    report("ttrpc call over nri-mux   ", muxed);
     let raw = rt.block_on(bench_raw(iters, req_len, resp_len));
     report("raw echo   (UnixStream pair)", raw);
 }
@@ -79,6 +81,38 @@ async fn bench_ttrpc(iters: usize) -> Vec<Duration> {
         assert_eq!(reply.len(), PAYLOAD_LEN);
     }
     client.close();
+    samples
+}
+
+/// The same call carried as NRI carries it: ttRPC on logical connection 1 of a
+/// multiplexed trunk (both ends multiplexed).
+async fn bench_ttrpc_over_mux(iters: usize) -> Vec<Duration> {
+    use nri_mux::{Mux, MuxOptions, PLUGIN_SERVICE_CONN};
+    let (a, b) = UnixStream::pair().expect("socketpair");
+    let client_mux = Mux::new(a, MuxOptions::default());
+    let server_mux = Mux::new(b, MuxOptions::default());
+    let mut server = Server::new();
+    server.register(SERVICE, METHOD, |_ctx, payload: Vec<u8>| {
+        Box::pin(async move { Ok::<_, Status>(payload) }) as BoxFuture<'static, _>
+    });
+    let server_conn = server_mux.open(PLUGIN_SERVICE_CONN).expect("open");
+    tokio::spawn(Arc::new(server).serve(server_conn));
+    let client = Client::new(client_mux.open(PLUGIN_SERVICE_CONN).expect("open"));
+    let payload = vec![7u8; PAYLOAD_LEN];
+    for _ in 0..iters / 10 {
+        let _ = client.call(SERVICE, METHOD, payload.clone(), None).await;
+    }
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let p = payload.clone();
+        let start = Instant::now();
+        let reply = client.call(SERVICE, METHOD, p, None).await.expect("call");
+        samples.push(start.elapsed());
+        assert_eq!(reply.len(), PAYLOAD_LEN);
+    }
+    client.close();
+    client_mux.close();
+    server_mux.close();
     samples
 }
 
