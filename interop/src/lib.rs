@@ -1,0 +1,50 @@
+//! Helpers for testing nri-rs against the Go reference implementation of
+//! NRI (`github.com/containerd/nri`).
+//!
+//! The Go side lives in two Go modules next to this crate:
+//!
+//! * `interop/harness` (official NRI v0.12.x): `nri-ref-runtime` (the
+//!   official runtime adaptation replaying a JSON scenario),
+//!   `nri-ref-plugin` (a plugin on the official stub, logging every event
+//!   as JSON lines) and `nri-wire-vectors` (byte-level mux/ttRPC vectors);
+//! * `interop/harness-old` (NRI v0.9.0): `nri-ref-runtime-old`, an old
+//!   runtime that delivers most events as `StateChange`.
+//!
+//! [`harness_bin`] builds them with the local Go toolchain (once per test
+//! process) and returns a program's path; the other helpers write
+//! scenarios, run the programs with timeouts and read their JSON output.
+//! The formats are described in `interop/README.md`.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use serde_json::json;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let scenario = json!({
+//!     "pods": [{"id": "pod0", "name": "pod0"}],
+//!     "steps": [{"op": "RunPodSandbox", "pod": "pod0"}]
+//! });
+//! let path = nri_interop::write_json(dir.path(), "scenario.json", &scenario).unwrap();
+//! let out = nri_interop::run_ref_runtime(
+//!     "nri-ref-runtime",
+//!     &path,
+//!     std::iter::empty::<&str>(),
+//!     Duration::from_secs(30),
+//! )
+//! .unwrap();
+//! assert!(out.failed_steps().is_empty());
+//! ```
+
+mod error;
+mod files;
+mod go_build;
+mod process;
+
+pub use error::{HarnessError, Result};
+pub use files::{
+    event_names, read_event_log, read_json, wait_for_events, wait_for_path, write_json,
+};
+pub use go_build::{bin_dir, harness_bin, harness_programs, interop_dir};
+pub use process::{
+    run_harness, run_ref_runtime, CapturedRun, GoProcess, RefRuntime, RuntimeOutput,
+};
