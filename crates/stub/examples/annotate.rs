@@ -1,0 +1,29 @@
+//! NRI plugin: adds an annotation and an environment variable to every new container.
+use nri_stub::api::{Container, ContainerAdjustment, PodSandbox};
+use nri_stub::{Context, CreateContainerResult, Plugin, Stub};
+
+struct Annotate;
+
+#[nri_stub::plugin]
+impl Plugin for Annotate {
+    async fn create_container(
+        &self,
+        ctx: &Context,
+        _pod: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::Result<CreateContainerResult> {
+        let mut adjust = ContainerAdjustment::default();
+        adjust.add_annotation("annotate.example.com/by", ctx.name());
+        adjust.add_env("ANNOTATED_CONTAINER", ctr.name.clone());
+        Ok(adjust.into())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), nri_stub::Error> {
+    let stub = Stub::builder(Annotate)
+        .name("annotate")
+        .index("10")
+        .build()?;
+    stub.run().await
+}

@@ -1,0 +1,226 @@
+//! Where the connection to the runtime comes from.
+//!
+//! In order: a connection given to the builder; else the socket the runtime handed over
+//! in `NRI_PLUGIN_SOCKET` (pre-launched plugins); else a dial of the runtime's socket
+//! path. A given or handed-over connection is used by one run only.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::UnixStream;
+
+use crate::Error;
+
+/// A byte stream to the runtime.
+pub(crate) trait Trunk: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Trunk for T {}
+
+/// The connection of one run.
+pub(crate) type BoxTrunk = Box<dyn Trunk>;
+
+use nri_api::plugin::PLUGIN_SOCKET_ENV as SOCKET_ENV_VAR;
+
+/// The connection sources of one stub.
+pub(crate) struct Connector {
+    /// `Some(Some(_))`: a given connection not used yet; `Some(None)`: used.
+    given: Mutex<Option<Option<BoxTrunk>>>,
+    /// Value of `NRI_PLUGIN_SOCKET` when the stub was built, until it is used.
+    env_socket: Mutex<Option<Option<String>>>,
+    socket_path: PathBuf,
+}
+
+impl Connector {
+    pub(crate) fn new(
+        given: Option<BoxTrunk>,
+        env_socket: Option<String>,
+        socket_path: PathBuf,
+    ) -> Self {
+        Connector {
+            given: Mutex::new(given.map(Some)),
+            env_socket: Mutex::new(env_socket.filter(|v| !v.is_empty()).map(Some)),
+            socket_path,
+        }
+    }
+
+    /// Reads `NRI_PLUGIN_SOCKET` from the process environment.
+    pub(crate) fn env_socket() -> Option<String> {
+        std::env::var(SOCKET_ENV_VAR).ok()
+    }
+
+    /// Describes where the next connection will come from, for logs.
+    pub(crate) fn describe(&self) -> String {
+        if lock(&self.given).is_some() {
+            "given connection".to_string()
+        } else if let Some(Some(value)) = lock(&self.env_socket).as_ref() {
+            format!("{SOCKET_ENV_VAR}={value}")
+        } else {
+            self.socket_path.display().to_string()
+        }
+    }
+
+    /// Produces the connection for one run.
+    pub(crate) async fn connect(&self) -> Result<BoxTrunk, Error> {
+        if let Some(slot) = lock(&self.given).as_mut() {
+            return slot.take().ok_or(Error::ConnectionUsed);
+        }
+        let env = lock(&self.env_socket).as_mut().map(Option::take);
+        match env {
+            Some(Some(value)) => {
+                let stream = stream_from_env(&value)?;
+                let stream =
+                    UnixStream::from_std(stream).map_err(|source| Error::InvalidSocketFd {
+                        fd: parse_fd(&value).unwrap_or(-1),
+                        source,
+                    })?;
+                Ok(Box::new(stream))
+            }
+            Some(None) => Err(Error::ConnectionUsed),
+            None => {
+                let stream = UnixStream::connect(&self.socket_path)
+                    .await
+                    .map_err(Error::Connect)?;
+                Ok(Box::new(stream))
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn parse_fd(value: &str) -> Result<i32, std::num::ParseIntError> {
+    value.parse::<i32>()
+}
+
+/// Takes ownership of the socket named by the value of `NRI_PLUGIN_SOCKET`.
+fn stream_from_env(value: &str) -> Result<std::os::unix::net::UnixStream, Error> {
+    let fd = parse_fd(value).map_err(|e| Error::InvalidSocketEnv {
+        value: value.to_string(),
+        reason: e.to_string(),
+    })?;
+    stream_from_fd(fd).map_err(|source| Error::InvalidSocketFd { fd, source })
+}
+
+/// Checks that `fd` is an open stream socket and takes ownership of it.
+fn stream_from_fd(fd: i32) -> io::Result<std::os::unix::net::UnixStream> {
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(libc_ebadf()));
+    }
+    // SAFETY: the borrow only lives for the checks below, which are plain syscalls on the
+    // number; an fd that is not open makes them fail with EBADF.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    check_stream_socket(borrowed)?;
+    // SAFETY: the runtime that launched this process handed the descriptor over for the
+    // plugin connection: it is open (checked above), a stream socket, owned by nobody
+    // else in this process, and the connector takes it at most once.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    rustix::io::fcntl_setfd(owned.as_fd(), rustix::io::FdFlags::CLOEXEC)?;
+    let stream = std::os::unix::net::UnixStream::from(owned);
+    stream.set_nonblocking(true)?;
+    Ok(stream)
+}
+
+fn check_stream_socket(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let stat = rustix::fs::fstat(fd)?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Socket {
+        return Err(io::Error::from(rustix::io::Errno::NOTSOCK));
+    }
+    if rustix::net::sockopt::socket_type(fd)? != rustix::net::SocketType::STREAM {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a stream socket",
+        ));
+    }
+    Ok(())
+}
+
+fn libc_ebadf() -> i32 {
+    rustix::io::Errno::BADF.raw_os_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::IntoRawFd;
+
+    fn connector(env: &str) -> Connector {
+        Connector::new(None, Some(env.into()), "/nonexistent/nri.sock".into())
+    }
+
+    async fn connect_err(c: &Connector) -> Error {
+        match c.connect().await {
+            Ok(_) => panic!("connect succeeded"),
+            Err(err) => err,
+        }
+    }
+
+    #[tokio::test]
+    async fn non_numeric_env_is_refused() {
+        let err = connect_err(&connector("abc")).await;
+        assert_eq!(
+            err.to_string(),
+            "invalid socket in environment (NRI_PLUGIN_SOCKET=\"abc\"): invalid digit found in string"
+        );
+    }
+
+    #[tokio::test]
+    async fn non_socket_fd_is_refused() {
+        let file = tempfile::tempfile().unwrap();
+        let fd = file.as_fd();
+        let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+        let err = connect_err(&connector(&raw.to_string())).await;
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("invalid socket ({raw}) in environment: ")),
+            "{text}"
+        );
+        drop(file);
+    }
+
+    #[tokio::test]
+    async fn closed_fd_is_refused() {
+        let err = connect_err(&connector("987654")).await;
+        assert!(
+            matches!(err, Error::InvalidSocketFd { fd: 987654, .. }),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn env_socket_is_taken_once() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let raw = ours.into_raw_fd();
+        let c = connector(&raw.to_string());
+        let stream = c.connect().await.unwrap();
+        // The stream really is the socket: what the peer writes arrives.
+        use tokio::io::AsyncReadExt;
+        let mut theirs = theirs;
+        std::io::Write::write_all(&mut theirs, b"hi").unwrap();
+        let mut buf = [0u8; 2];
+        let mut stream = stream;
+        stream.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"hi");
+        assert!(matches!(c.connect().await, Err(Error::ConnectionUsed)));
+    }
+
+    #[tokio::test]
+    async fn given_connection_is_taken_once() {
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        let c = Connector::new(Some(Box::new(ours)), Some("3".into()), "/x".into());
+        assert!(c.connect().await.is_ok());
+        assert!(matches!(c.connect().await, Err(Error::ConnectionUsed)));
+    }
+
+    #[tokio::test]
+    async fn dial_failure_is_reported() {
+        let c = Connector::new(None, None, "/nonexistent/dir/nri.sock".into());
+        let err = connect_err(&c).await;
+        assert!(err
+            .to_string()
+            .starts_with("failed to connect to NRI service: "));
+    }
+}

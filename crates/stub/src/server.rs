@@ -1,0 +1,44 @@
+//! The ttRPC server of the Plugin service, routing every method to a [`Session`].
+
+use std::sync::Arc;
+
+use nri_api::service::{plugin as method, PLUGIN_SERVICE};
+use nri_ttrpc::Server;
+
+use crate::session::Session;
+use crate::Plugin;
+
+/// A server with every Plugin-service method registered.
+pub(crate) fn plugin_server<P: Plugin>(session: Arc<Session<P>>) -> Server {
+    let mut server = Server::new();
+    macro_rules! route {
+        ($($name:expr => $handler:ident),* $(,)?) => {$({
+            let session = Arc::clone(&session);
+            server.register_msg(PLUGIN_SERVICE, $name, move |_ctx, req| {
+                let session = Arc::clone(&session);
+                async move { session.$handler(req).await }
+            });
+        })*};
+    }
+    route! {
+        method::CONFIGURE => configure,
+        method::SYNCHRONIZE => synchronize,
+        method::SHUTDOWN => shutdown,
+        method::RUN_POD_SANDBOX => run_pod_sandbox,
+        method::UPDATE_POD_SANDBOX => update_pod_sandbox,
+        method::POST_UPDATE_POD_SANDBOX => post_update_pod_sandbox,
+        method::STOP_POD_SANDBOX => stop_pod_sandbox,
+        method::REMOVE_POD_SANDBOX => remove_pod_sandbox,
+        method::CREATE_CONTAINER => create_container,
+        method::POST_CREATE_CONTAINER => post_create_container,
+        method::START_CONTAINER => start_container,
+        method::POST_START_CONTAINER => post_start_container,
+        method::UPDATE_CONTAINER => update_container,
+        method::POST_UPDATE_CONTAINER => post_update_container,
+        method::STOP_CONTAINER => stop_container,
+        method::REMOVE_CONTAINER => remove_container,
+        method::STATE_CHANGE => state_change,
+        method::VALIDATE_CONTAINER_ADJUSTMENT => validate_container_adjustment,
+    }
+    server
+}

@@ -1,0 +1,463 @@
+//! One connection's worth of plugin-side state, and the handlers of the Plugin service.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use nri_api::*;
+use nri_ttrpc::Status;
+use tokio::sync::{oneshot, Notify};
+
+use crate::events::subscription;
+use crate::identity::Identity;
+use crate::version::runtime_nri_version;
+use crate::{
+    BoxError, ConfigureInfo, Context, Error, Plugin, RuntimeHandle, RuntimeInfo,
+    DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
+};
+
+/// State of one run of the stub: created per connection, dropped with it (so a pending
+/// split synchronization never outlives its connection).
+pub(crate) struct Session<P> {
+    plugin: Arc<P>,
+    identity: Arc<Identity>,
+    implemented: EventMask,
+    handle: RuntimeHandle,
+    failure_policy: Option<FailurePolicy>,
+    state: Mutex<State>,
+    /// Receives the outcome of the first Configure.
+    configured: Mutex<Option<oneshot::Sender<Result<(), Error>>>>,
+    /// Signalled after the Shutdown request was handled.
+    shutdown: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct State {
+    context: Option<Context>,
+    subscribed: EventMask,
+    /// Pods and containers of a split Synchronize received so far.
+    pending_sync: Option<(Vec<PodSandbox>, Vec<Container>)>,
+}
+
+/// Turns a handler error into the status the runtime receives: code `Unknown` and the
+/// error's text, as Go's ttRPC does for plain errors.
+fn handler_status(err: BoxError) -> Status {
+    Status::unknown(err.to_string())
+}
+
+fn timeout_ms(ms: i64, default: Duration) -> Duration {
+    // Runtimes before NRI v0.7 send no timeouts; keep the defaults rather than zero.
+    match u64::try_from(ms) {
+        Ok(ms) if ms > 0 => Duration::from_millis(ms),
+        _ => default,
+    }
+}
+
+impl<P: Plugin> Session<P> {
+    pub(crate) fn new(
+        plugin: Arc<P>,
+        identity: Arc<Identity>,
+        implemented: EventMask,
+        handle: RuntimeHandle,
+        failure_policy: Option<FailurePolicy>,
+        configured: oneshot::Sender<Result<(), Error>>,
+        shutdown: Arc<Notify>,
+    ) -> Self {
+        Session {
+            plugin,
+            identity,
+            implemented,
+            handle,
+            failure_policy,
+            state: Mutex::new(State::default()),
+            configured: Mutex::new(Some(configured)),
+            shutdown,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The handler context; events before Configure are a protocol violation.
+    fn context(&self) -> Result<Context, Status> {
+        self.state().context.clone().ok_or_else(|| {
+            Status::new(
+                nri_ttrpc::Code::FailedPrecondition,
+                "plugin has not been configured",
+            )
+        })
+    }
+
+    fn report_configured(&self, outcome: Result<(), Error>) {
+        let waiter = self
+            .configured
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(waiter) = waiter {
+            // The run may have ended already; then nobody needs the outcome.
+            let _ = waiter.send(outcome);
+        }
+    }
+
+    pub(crate) async fn configure(
+        &self,
+        req: ConfigureRequest,
+    ) -> Result<ConfigureResponse, Status> {
+        let (nri_version, nri_version_inferred) =
+            runtime_nri_version(&req.nri_version, &req.runtime_name, &req.runtime_version);
+        tracing::info!(
+            plugin = %self.identity.full_name(),
+            runtime = %req.runtime_name,
+            runtime_version = %req.runtime_version,
+            nri_version = nri_version.as_deref().unwrap_or("unknown"),
+            "configuring plugin"
+        );
+        let runtime = RuntimeInfo {
+            name: req.runtime_name,
+            version: req.runtime_version,
+            nri_version,
+            nri_version_inferred,
+            registration_timeout: timeout_ms(
+                req.registration_timeout,
+                DEFAULT_REGISTRATION_TIMEOUT,
+            ),
+            request_timeout: timeout_ms(req.request_timeout, DEFAULT_REQUEST_TIMEOUT),
+        };
+        let ctx = Context::new(
+            &self.identity.index,
+            &self.identity.name,
+            runtime.clone(),
+            self.handle.clone(),
+        );
+        self.state().context = Some(ctx.clone());
+
+        let info = ConfigureInfo {
+            config: req.config,
+            runtime,
+        };
+        let requested = match self.plugin.configure(&ctx, &info).await {
+            Ok(mask) => mask,
+            Err(err) => {
+                tracing::error!(plugin = %ctx.name(), "plugin configuration failed: {err}");
+                let status = Status::unknown(err.to_string());
+                self.report_configured(Err(Error::Configure(err)));
+                return Err(status);
+            }
+        };
+        match subscription(requested, self.implemented, &info.runtime) {
+            Ok(events) => {
+                tracing::info!(plugin = %ctx.name(), events = %events.pretty_string(), "subscribing plugin");
+                self.state().subscribed = events;
+                self.report_configured(Ok(()));
+                Ok(ConfigureResponse {
+                    events: events.raw(),
+                    failure_policy: self.failure_policy,
+                })
+            }
+            Err(err) => {
+                tracing::error!(plugin = %ctx.name(), "{err}");
+                let status = Status::unknown(err.to_string());
+                self.report_configured(Err(err));
+                Err(status)
+            }
+        }
+    }
+
+    pub(crate) async fn synchronize(
+        &self,
+        req: SynchronizeRequest,
+    ) -> Result<SynchronizeResponse, Status> {
+        let ctx = self.context()?;
+        let (pods, containers) = {
+            let mut state = self.state();
+            let (mut pods, mut containers) = state.pending_sync.take().unwrap_or_default();
+            pods.extend(req.pods);
+            containers.extend(req.containers);
+            if req.more {
+                tracing::debug!(
+                    pods = pods.len(),
+                    containers = containers.len(),
+                    "collecting split synchronize"
+                );
+                state.pending_sync = Some((pods, containers));
+                return Ok(SynchronizeResponse {
+                    update: Vec::new(),
+                    more: true,
+                });
+            }
+            (pods, containers)
+        };
+        let update = self
+            .plugin
+            .synchronize(&ctx, &pods, &containers)
+            .await
+            .map_err(handler_status)?;
+        Ok(SynchronizeResponse {
+            update,
+            more: false,
+        })
+    }
+
+    pub(crate) async fn shutdown(&self, _req: Empty) -> Result<Empty, Status> {
+        let ctx = self.context()?;
+        tracing::info!(plugin = %ctx.name(), "runtime requested shutdown");
+        self.plugin.shutdown(&ctx).await;
+        self.shutdown.notify_one();
+        Ok(Empty {})
+    }
+
+    pub(crate) async fn run_pod_sandbox(
+        &self,
+        req: RunPodSandboxRequest,
+    ) -> Result<RunPodSandboxResponse, Status> {
+        let ctx = self.context()?;
+        let pod = req.pod.unwrap_or_default();
+        self.plugin
+            .run_pod_sandbox(&ctx, &pod)
+            .await
+            .map_err(handler_status)?;
+        Ok(RunPodSandboxResponse {})
+    }
+
+    pub(crate) async fn update_pod_sandbox(
+        &self,
+        req: UpdatePodSandboxRequest,
+    ) -> Result<UpdatePodSandboxResponse, Status> {
+        let ctx = self.context()?;
+        let pod = req.pod.unwrap_or_default();
+        self.plugin
+            .update_pod_sandbox(
+                &ctx,
+                &pod,
+                req.overhead_linux_resources.as_ref(),
+                req.linux_resources.as_ref(),
+            )
+            .await
+            .map_err(handler_status)?;
+        Ok(UpdatePodSandboxResponse {})
+    }
+
+    pub(crate) async fn post_update_pod_sandbox(
+        &self,
+        req: PostUpdatePodSandboxRequest,
+    ) -> Result<PostUpdatePodSandboxResponse, Status> {
+        let ctx = self.context()?;
+        let pod = req.pod.unwrap_or_default();
+        self.plugin
+            .post_update_pod_sandbox(&ctx, &pod)
+            .await
+            .map_err(handler_status)?;
+        Ok(PostUpdatePodSandboxResponse {})
+    }
+
+    pub(crate) async fn stop_pod_sandbox(
+        &self,
+        req: StopPodSandboxRequest,
+    ) -> Result<StopPodSandboxResponse, Status> {
+        let ctx = self.context()?;
+        let pod = req.pod.unwrap_or_default();
+        self.plugin
+            .stop_pod_sandbox(&ctx, &pod)
+            .await
+            .map_err(handler_status)?;
+        Ok(StopPodSandboxResponse {})
+    }
+
+    pub(crate) async fn remove_pod_sandbox(
+        &self,
+        req: RemovePodSandboxRequest,
+    ) -> Result<RemovePodSandboxResponse, Status> {
+        let ctx = self.context()?;
+        let pod = req.pod.unwrap_or_default();
+        self.plugin
+            .remove_pod_sandbox(&ctx, &pod)
+            .await
+            .map_err(handler_status)?;
+        Ok(RemovePodSandboxResponse {})
+    }
+
+    pub(crate) async fn create_container(
+        &self,
+        req: CreateContainerRequest,
+    ) -> Result<CreateContainerResponse, Status> {
+        let ctx = self.context()?;
+        let pod = req.pod.unwrap_or_default();
+        let ctr = req.container.unwrap_or_default();
+        let result = self
+            .plugin
+            .create_container(&ctx, &pod, &ctr)
+            .await
+            .map_err(handler_status)?;
+        Ok(CreateContainerResponse {
+            adjust: result.adjust,
+            update: result.updates,
+            evict: result.evictions,
+        })
+    }
+
+    pub(crate) async fn post_create_container(
+        &self,
+        req: PostCreateContainerRequest,
+    ) -> Result<PostCreateContainerResponse, Status> {
+        let ctx = self.context()?;
+        let (pod, ctr) = (
+            req.pod.unwrap_or_default(),
+            req.container.unwrap_or_default(),
+        );
+        self.plugin
+            .post_create_container(&ctx, &pod, &ctr)
+            .await
+            .map_err(handler_status)?;
+        Ok(PostCreateContainerResponse {})
+    }
+
+    pub(crate) async fn start_container(
+        &self,
+        req: StartContainerRequest,
+    ) -> Result<StartContainerResponse, Status> {
+        let ctx = self.context()?;
+        let (pod, ctr) = (
+            req.pod.unwrap_or_default(),
+            req.container.unwrap_or_default(),
+        );
+        self.plugin
+            .start_container(&ctx, &pod, &ctr)
+            .await
+            .map_err(handler_status)?;
+        Ok(StartContainerResponse {})
+    }
+
+    pub(crate) async fn post_start_container(
+        &self,
+        req: PostStartContainerRequest,
+    ) -> Result<PostStartContainerResponse, Status> {
+        let ctx = self.context()?;
+        let (pod, ctr) = (
+            req.pod.unwrap_or_default(),
+            req.container.unwrap_or_default(),
+        );
+        self.plugin
+            .post_start_container(&ctx, &pod, &ctr)
+            .await
+            .map_err(handler_status)?;
+        Ok(PostStartContainerResponse {})
+    }
+
+    pub(crate) async fn update_container(
+        &self,
+        req: UpdateContainerRequest,
+    ) -> Result<UpdateContainerResponse, Status> {
+        let ctx = self.context()?;
+        let (pod, ctr) = (
+            req.pod.unwrap_or_default(),
+            req.container.unwrap_or_default(),
+        );
+        let update = self
+            .plugin
+            .update_container(&ctx, &pod, &ctr, req.linux_resources.as_ref())
+            .await
+            .map_err(handler_status)?;
+        Ok(UpdateContainerResponse {
+            update,
+            ..Default::default()
+        })
+    }
+
+    pub(crate) async fn post_update_container(
+        &self,
+        req: PostUpdateContainerRequest,
+    ) -> Result<PostUpdateContainerResponse, Status> {
+        let ctx = self.context()?;
+        let (pod, ctr) = (
+            req.pod.unwrap_or_default(),
+            req.container.unwrap_or_default(),
+        );
+        self.plugin
+            .post_update_container(&ctx, &pod, &ctr)
+            .await
+            .map_err(handler_status)?;
+        Ok(PostUpdateContainerResponse {})
+    }
+
+    pub(crate) async fn stop_container(
+        &self,
+        req: StopContainerRequest,
+    ) -> Result<StopContainerResponse, Status> {
+        let ctx = self.context()?;
+        let (pod, ctr) = (
+            req.pod.unwrap_or_default(),
+            req.container.unwrap_or_default(),
+        );
+        let update = self
+            .plugin
+            .stop_container(&ctx, &pod, &ctr)
+            .await
+            .map_err(handler_status)?;
+        Ok(StopContainerResponse { update })
+    }
+
+    pub(crate) async fn remove_container(
+        &self,
+        req: RemoveContainerRequest,
+    ) -> Result<RemoveContainerResponse, Status> {
+        let ctx = self.context()?;
+        let (pod, ctr) = (
+            req.pod.unwrap_or_default(),
+            req.container.unwrap_or_default(),
+        );
+        self.plugin
+            .remove_container(&ctx, &pod, &ctr)
+            .await
+            .map_err(handler_status)?;
+        Ok(RemoveContainerResponse {})
+    }
+
+    /// A handler error rejects the adjustment with the error's text as reason (the
+    /// call itself succeeds), as in the Go stub.
+    pub(crate) async fn validate_container_adjustment(
+        &self,
+        req: ValidateContainerAdjustmentRequest,
+    ) -> Result<ValidateContainerAdjustmentResponse, Status> {
+        let ctx = self.context()?;
+        match self.plugin.validate_container_adjustment(&ctx, &req).await {
+            Ok(()) => Ok(ValidateContainerAdjustmentResponse::default()),
+            Err(err) => Ok(ValidateContainerAdjustmentResponse {
+                reject: true,
+                reason: err.to_string(),
+            }),
+        }
+    }
+
+    /// The deprecated generic notification of runtimes before NRI v0.12: dispatched to
+    /// the dedicated handler when the plugin is subscribed to the event; other events
+    /// are acknowledged and ignored.
+    pub(crate) async fn state_change(&self, evt: StateChangeEvent) -> Result<Empty, Status> {
+        let ctx = self.context()?;
+        let Ok(event) = Event::try_from(evt.event) else {
+            tracing::debug!(event = evt.event, "ignoring StateChange with unknown event");
+            return Ok(Empty {});
+        };
+        if !self.state().subscribed.is_set(event) {
+            tracing::debug!(event = ?event, "ignoring StateChange for unsubscribed event");
+            return Ok(Empty {});
+        }
+        let pod = evt.pod.unwrap_or_default();
+        let ctr = evt.container.unwrap_or_default();
+        let p = &self.plugin;
+        let result = match event {
+            Event::RunPodSandbox => p.run_pod_sandbox(&ctx, &pod).await,
+            Event::PostUpdatePodSandbox => p.post_update_pod_sandbox(&ctx, &pod).await,
+            Event::StopPodSandbox => p.stop_pod_sandbox(&ctx, &pod).await,
+            Event::RemovePodSandbox => p.remove_pod_sandbox(&ctx, &pod).await,
+            Event::PostCreateContainer => p.post_create_container(&ctx, &pod, &ctr).await,
+            Event::StartContainer => p.start_container(&ctx, &pod, &ctr).await,
+            Event::PostStartContainer => p.post_start_container(&ctx, &pod, &ctr).await,
+            Event::PostUpdateContainer => p.post_update_container(&ctx, &pod, &ctr).await,
+            Event::RemoveContainer => p.remove_container(&ctx, &pod, &ctr).await,
+            _ => Ok(()),
+        };
+        result.map_err(handler_status)?;
+        Ok(Empty {})
+    }
+}
