@@ -12,7 +12,7 @@ use rustix::fs::{flock, FlockOperation};
 const MODULES: &[(&str, &[&str])] = &[
     (
         "harness",
-        &["nri-ref-runtime", "nri-ref-plugin", "nri-wire-vectors"],
+        &["nri-ref-runtime", "nri-ref-plugin", "nri-wire-vectors", "nri-wire-bench"],
     ),
     ("harness-old", &["nri-ref-runtime-old"]),
 ];

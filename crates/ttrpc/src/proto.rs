@@ -127,9 +127,14 @@ mod tests {
     }
 
     #[test]
-    fn ok_response_with_empty_status_is_pinned() {
-        // A successful response carries an empty (present) status, as Go's
-        // server sends it: 0a 00, then the payload.
+    fn ok_response_encoding_is_pinned() {
+        // A successful response leaves the status out, as Go's server sends
+        // it; an explicitly empty status encodes as 0a 00 and also means OK.
+        let resp = Response {
+            status: None,
+            payload: vec![0xaa],
+        };
+        assert_eq!(resp.encode_to_vec(), vec![0x12, 0x01, 0xaa]);
         let resp = Response {
             status: Some(Status::default()),
             payload: vec![0xaa],

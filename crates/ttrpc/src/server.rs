@@ -352,8 +352,9 @@ fn send_response(
     result: Result<Vec<u8>, Status>,
 ) {
     let response = match result {
+        // Go's ttRPC server leaves the status out of a successful response.
         Ok(payload) => proto::Response {
-            status: Some(proto::Status::default()),
+            status: None,
             payload,
         },
         Err(status) => proto::Response {

@@ -137,7 +137,7 @@ async fn oversized_response_becomes_resource_exhausted() {
         st.message(),
         format!(
             "message length {} exceed maximum message size of {}",
-            MAX_MESSAGE_LEN + 7,
+            MAX_MESSAGE_LEN + 5, // payload tag (1) + length varint (4)
             MAX_MESSAGE_LEN
         )
     );

@@ -17,14 +17,14 @@ async fn ok_response_bytes_are_exact() {
     assert_eq!(
         h,
         FrameHeader {
-            length: 5,
+            length: 3,
             stream_id: 1,
             kind: 2,
             flags: 0
         }
     );
-    // An empty status (as Go sends for OK), then the payload.
-    assert_eq!(body, vec![0x0a, 0x00, 0x12, 0x01, 0xaa]);
+    // No status (as Go's server sends for OK), then the payload.
+    assert_eq!(body, vec![0x12, 0x01, 0xaa]);
 }
 
 #[tokio::test]

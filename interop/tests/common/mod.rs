@@ -1,0 +1,159 @@
+//! Helpers shared by the tests that run plugins built on nri-stub against the Go
+//! runtime adaptation.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nri_interop::{event_names, wait_for_path, write_json, RefRuntime};
+use serde_json::Value;
+
+/// Upper bound for anything a test waits for; nothing should come close.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The Rust test plugin (`interop/src/bin/nri-rs-test-plugin`).
+pub fn rust_plugin_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_nri-rs-test-plugin"))
+}
+
+/// A plugin process (any executable), killed when dropped.
+#[derive(Debug)]
+pub struct PluginProcess {
+    child: Child,
+    stderr_path: PathBuf,
+}
+
+impl PluginProcess {
+    /// Starts `bin` with `args`, standard error to `stderr_path`.
+    pub fn spawn(bin: &Path, args: &[&std::ffi::OsStr], stderr_path: &Path) -> PluginProcess {
+        let stderr = File::create(stderr_path).unwrap();
+        let child = Command::new(bin)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        PluginProcess {
+            child,
+            stderr_path: stderr_path.to_owned(),
+        }
+    }
+
+    /// Waits for the process to exit; panics (after killing it) on timeout.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() >= timeout {
+                self.kill();
+                panic!(
+                    "plugin did not exit in {timeout:?}; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Kills the process if it still runs, and reaps it.
+    pub fn kill(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+
+    /// Standard error so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+}
+
+impl Drop for PluginProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Starts the Rust test plugin in external mode: it connects to `socket` as
+/// `<idx>-<name>` with the configuration `config` (written to `dir`).
+pub fn spawn_rust_plugin(
+    dir: &Path,
+    socket: &Path,
+    name: &str,
+    idx: &str,
+    config: &Value,
+    extra_args: &[&str],
+) -> PluginProcess {
+    let config = write_json(dir, &format!("{idx}-{name}.json"), config).unwrap();
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "-config".as_ref(),
+        config.as_os_str(),
+        "-socket".as_ref(),
+        socket.as_os_str(),
+        "-name".as_ref(),
+        name.as_ref(),
+        "-idx".as_ref(),
+        idx.as_ref(),
+    ];
+    args.extend(extra_args.iter().map(|a| std::ffi::OsStr::new(*a)));
+    PluginProcess::spawn(
+        &rust_plugin_bin(),
+        &args,
+        &dir.join(format!("{idx}-{name}.stderr")),
+    )
+}
+
+/// Starts `program` on `scenario` listening on `dir/nri.sock`, and waits for the
+/// socket. Returns the runtime and the socket path.
+pub fn spawn_runtime_with_socket(
+    program: &str,
+    dir: &Path,
+    scenario: &Value,
+) -> (RefRuntime, PathBuf) {
+    let socket = dir.join("nri.sock");
+    let scenario = write_json(dir, "scenario.json", scenario).unwrap();
+    let runtime =
+        RefRuntime::spawn(program, &scenario, ["-socket".as_ref(), socket.as_os_str()]).unwrap();
+    wait_for_path(&socket, TIMEOUT).unwrap();
+    (runtime, socket)
+}
+
+/// Puts `bin` into `plugin_dir` as the pre-installed plugin `file_name`
+/// (`NN-name`), by symbolic link.
+pub fn install_plugin(plugin_dir: &Path, file_name: &str, bin: &Path) {
+    std::fs::create_dir_all(plugin_dir).unwrap();
+    std::os::unix::fs::symlink(bin, plugin_dir.join(file_name)).unwrap();
+}
+
+/// The first log entry of `event` (panics with the event list when missing).
+pub fn entry<'a>(events: &'a [Value], event: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["event"] == event)
+        .unwrap_or_else(|| panic!("no {event} in {:?}", event_names(events)))
+}
+
+/// The log entries of events delivered by the runtime (without `closed`, `exit`,
+/// `UpdateContainers`).
+pub fn lifecycle(events: &[Value]) -> Vec<&str> {
+    event_names(events)
+        .into_iter()
+        .filter(|e| !matches!(*e, "closed" | "exit" | "UpdateContainers"))
+        .collect()
+}
+
+/// The ids (`id` field) of a list of pods or containers.
+pub fn ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|o| o["id"].as_str().unwrap().to_owned())
+        .collect()
+}

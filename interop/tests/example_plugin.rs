@@ -1,0 +1,111 @@
+//! The nri-stub example plugin (`crates/stub/examples/annotate.rs`), built with
+//! cargo and launched by the Go runtime adaptation as a pre-installed plugin,
+//! adjusts the containers the runtime creates.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{install_plugin, TIMEOUT};
+use nri_interop::{run_ref_runtime, write_json};
+use serde_json::json;
+
+/// The target directory and profile this test was built with: the test binary is
+/// `<target>/<profile>/deps/<name>`.
+fn target_and_profile() -> (PathBuf, String) {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test binary in <target>/<profile>/deps");
+    let profile = profile_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let target = profile_dir.parent().unwrap().to_owned();
+    (target, profile)
+}
+
+/// Builds the example with the cargo that builds this test, into the same target
+/// directory, and returns its path.
+fn build_example() -> PathBuf {
+    let (target, profile) = target_and_profile();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "nri-stub",
+        "--example",
+        "annotate",
+    ])
+    .current_dir(env!("CARGO_MANIFEST_DIR"))
+    .env("CARGO_TARGET_DIR", &target);
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "cargo build --example annotate failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = target.join(&profile).join("examples").join("annotate");
+    assert!(bin.is_file(), "{} missing", bin.display());
+    bin
+}
+
+#[test]
+fn annotate_example_adjusts_containers_of_the_go_runtime() {
+    let example = build_example();
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    install_plugin(&plugins, "10-annotate", &example);
+    let scenario = json!({
+        "runtime": {"name": "containerd", "version": "v2.2.0"},
+        "pods": [{"id": "pod0", "name": "pod0", "namespace": "default"}],
+        "containers": [
+            {"id": "ctr0", "pod_sandbox_id": "pod0", "name": "nginx", "state": 1,
+             "env": ["A=B"]},
+            {"id": "ctr1", "pod_sandbox_id": "pod0", "name": "sidecar", "state": 1}
+        ],
+        "steps": [
+            {"op": "wait_plugins", "count": 1, "timeout_ms": 30000},
+            {"op": "RunPodSandbox", "pod": "pod0"},
+            {"op": "CreateContainer", "container": "ctr0"},
+            {"op": "CreateContainer", "container": "ctr1"},
+            {"op": "StartContainer", "container": "ctr0"},
+            {"op": "stop"}
+        ]
+    });
+    let scenario = write_json(dir.path(), "scenario.json", &scenario).unwrap();
+    let out = run_ref_runtime(
+        "nri-ref-runtime",
+        &scenario,
+        ["-plugin-dir".as_ref(), plugins.as_os_str()],
+        TIMEOUT,
+    )
+    .unwrap();
+    assert!(out.status.success(), "{}", out.stderr);
+    assert_eq!(out.failed_steps(), [], "{:#}", out.json["steps"]);
+    assert_eq!(out.json["plugins"], json!(["10-annotate"]));
+
+    let creates: Vec<_> = out
+        .steps()
+        .iter()
+        .filter(|s| s["op"] == "CreateContainer")
+        .collect();
+    assert_eq!(creates.len(), 2);
+    for (step, name) in creates.iter().zip(["nginx", "sidecar"]) {
+        assert_eq!(
+            step["result"]["adjust"],
+            json!({
+                "annotations": {"annotate.example.com/by": "10-annotate"},
+                "env": [{"key": "ANNOTATED_CONTAINER", "value": name}]
+            }),
+            "{step:#}"
+        );
+    }
+}
