@@ -12,7 +12,12 @@ use rustix::fs::{flock, FlockOperation};
 const MODULES: &[(&str, &[&str])] = &[
     (
         "harness",
-        &["nri-ref-runtime", "nri-ref-plugin", "nri-wire-vectors", "nri-wire-bench"],
+        &[
+            "nri-ref-runtime",
+            "nri-ref-plugin",
+            "nri-wire-vectors",
+            "nri-wire-bench",
+        ],
     ),
     ("harness-old", &["nri-ref-runtime-old"]),
 ];
