@@ -1,18 +1,22 @@
 //! The runtime side of NRI, the Node Resource Interface.
 //!
 //! A container runtime (containerd, CRI-O) uses this crate to let NRI
-//! plugins take part in the lifecycle of pods and containers. This release
-//! holds the pure core every later layer calls: merging the results of
-//! several plugins into one reply, with per-field conflict detection. It does
-//! no I/O; connecting to plugins and dispatching events come next.
+//! plugins take part in the lifecycle of pods and containers:
 //!
-//! * [`Owners`]: which plugin set which field of which container;
-//!   [`ConflictError`] when two plugins want the same field.
-//! * [`CreateResult`]: merges the adjustments and container updates plugins
-//!   return for CreateContainer, and keeps the request that the next plugin
-//!   must see.
-//! * [`UpdateResult`] and [`StopResult`]: merge the container updates of
-//!   UpdateContainer and StopContainer.
+//! * [`Adaptation`]: start-up (builtin plugins, plugins launched from the
+//!   plugin directory, the socket for external plugins), one entry point
+//!   per lifecycle event, [`Adaptation::stop`]. Built with
+//!   [`Adaptation::builder`]; the runtime provides [`RuntimeHooks`]
+//!   (synchronization and unsolicited container updates).
+//! * [`BuiltinPlugin`]: in-process plugins; [`DefaultValidatorPlugin`] is
+//!   the default validator of `nri-validator`.
+//! * [`Metrics`]: measurements of plugin calls.
+//! * The merge engine, the pure core of every reply: [`Owners`] (which
+//!   plugin set which field; [`ConflictError`]), [`CreateResult`],
+//!   [`UpdateResult`] and [`StopResult`].
+//!
+//! `docs/adaptation.md` in the repository describes the tasks, locks and
+//! their order.
 //!
 //! The merge rules, the error texts and the removal-marker semantics follow
 //! the reference Go implementation (`github.com/containerd/nri`,
@@ -57,13 +61,33 @@
 
 #![warn(missing_docs)]
 
+mod adaptation;
+mod adaptation_error;
+mod builder;
+mod builtin;
+mod discover;
 pub mod error;
+mod launch;
+mod lifecycle;
+mod listener;
 pub mod merge;
+mod metrics;
 pub mod owners;
+mod plugin;
+mod runtime;
+mod validate;
 
+pub use adaptation::{Adaptation, PluginSyncBlock};
+pub use adaptation_error::{BoxError, DiscoverError, Error, PluginError, RegistrationError};
+pub use async_trait::async_trait;
+pub use builder::AdaptationBuilder;
+pub use builtin::{BuiltinPlugin, DefaultValidatorPlugin};
 pub use error::{ConflictError, MergeError};
 pub use merge::{CreateOutcome, CreateResult, StopResult, UpdateResult};
+pub use metrics::{Metrics, NoMetrics};
 pub use owners::{field_kind, FieldKind, Owners};
+pub use plugin::{PluginInfo, PluginKind};
+pub use runtime::{RuntimeHooks, Synchronizer};
 
 /// The examples of the README, compiled and run as doc tests.
 #[cfg(doctest)]

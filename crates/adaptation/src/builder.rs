@@ -1,0 +1,140 @@
+//! [`AdaptationBuilder`]: the options of an [`Adaptation`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nri_api::plugin::{
+    DEFAULT_PLUGIN_CONFIG_PATH, DEFAULT_PLUGIN_PATH, DEFAULT_REGISTRATION_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT, DEFAULT_SOCKET_PATH,
+};
+use nri_validator::DefaultValidatorConfig;
+
+use crate::adaptation::Adaptation;
+use crate::builtin::{BuiltinPlugin, DefaultValidatorPlugin};
+use crate::metrics::{Metrics, NoMetrics};
+use crate::plugin::Settings;
+use crate::runtime::RuntimeHooks;
+
+/// Options of an [`Adaptation`]; created by [`Adaptation::builder`].
+pub struct AdaptationBuilder {
+    pub(crate) runtime_name: String,
+    pub(crate) runtime_version: String,
+    pub(crate) hooks: Arc<dyn RuntimeHooks>,
+    pub(crate) plugin_path: PathBuf,
+    pub(crate) plugin_config_path: PathBuf,
+    pub(crate) socket_path: PathBuf,
+    pub(crate) disable_external_connections: bool,
+    pub(crate) registration_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) builtin: Vec<Arc<dyn BuiltinPlugin>>,
+    pub(crate) default_validator: Option<DefaultValidatorConfig>,
+    pub(crate) metrics: Arc<dyn Metrics>,
+}
+
+impl AdaptationBuilder {
+    pub(crate) fn new(
+        runtime_name: impl Into<String>,
+        runtime_version: impl Into<String>,
+        hooks: Arc<dyn RuntimeHooks>,
+    ) -> Self {
+        AdaptationBuilder {
+            runtime_name: runtime_name.into(),
+            runtime_version: runtime_version.into(),
+            hooks,
+            plugin_path: DEFAULT_PLUGIN_PATH.into(),
+            plugin_config_path: DEFAULT_PLUGIN_CONFIG_PATH.into(),
+            socket_path: DEFAULT_SOCKET_PATH.into(),
+            disable_external_connections: false,
+            registration_timeout: DEFAULT_REGISTRATION_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            builtin: Vec::new(),
+            default_validator: None,
+            metrics: Arc::new(NoMetrics),
+        }
+    }
+
+    /// Directory of plugins to launch (default `/opt/nri/plugins`).
+    pub fn plugin_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.plugin_path = path.into();
+        self
+    }
+
+    /// Directory of their configuration files (default `/etc/nri/conf.d`).
+    pub fn plugin_config_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.plugin_config_path = path.into();
+        self
+    }
+
+    /// Socket for external plugins (default `/var/run/nri/nri.sock`).
+    pub fn socket_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.socket_path = path.into();
+        self
+    }
+
+    /// Do not listen for external plugins at all.
+    pub fn disable_external_connections(mut self) -> Self {
+        self.disable_external_connections = true;
+        self
+    }
+
+    /// How long a connected plugin may take to register (default 5 s).
+    pub fn registration_timeout(mut self, timeout: Duration) -> Self {
+        self.registration_timeout = timeout;
+        self
+    }
+
+    /// Deadline of each request to a plugin (default 2 s); one deadline
+    /// covers all messages of a split Synchronize.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Adds builtin plugins, started in the order given.
+    pub fn builtin_plugins(
+        mut self,
+        plugins: impl IntoIterator<Item = Arc<dyn BuiltinPlugin>>,
+    ) -> Self {
+        self.builtin.extend(plugins);
+        self
+    }
+
+    /// Receives measurements of plugin calls (default: none recorded).
+    pub fn metrics(mut self, metrics: Arc<dyn Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Runs the default validator as the builtin plugin `00-default-validator`
+    /// (started before every other builtin), if `config.enable` is set.
+    pub fn default_validator(mut self, config: DefaultValidatorConfig) -> Self {
+        self.default_validator = Some(config);
+        self
+    }
+
+    /// Creates the adaptation. Nothing runs before [`Adaptation::start`].
+    pub fn build(self) -> Adaptation {
+        let mut builtin = self.builtin;
+        if let Some(cfg) = self.default_validator.filter(|c| c.enable) {
+            builtin.insert(0, Arc::new(DefaultValidatorPlugin::new(cfg)));
+        }
+        let settings = Settings {
+            runtime_name: self.runtime_name,
+            runtime_version: self.runtime_version,
+            registration_timeout: self.registration_timeout,
+            request_timeout: self.request_timeout,
+            hooks: self.hooks,
+            metrics: self.metrics,
+        };
+        Adaptation::from_parts(
+            settings,
+            crate::adaptation::Paths {
+                plugin_path: self.plugin_path,
+                plugin_config_path: self.plugin_config_path,
+                socket_path: (!self.disable_external_connections).then_some(self.socket_path),
+            },
+            builtin,
+        )
+    }
+}

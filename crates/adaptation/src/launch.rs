@@ -1,0 +1,117 @@
+//! Launching a plugin from the plugin directory: a socket pair, the child
+//! gets its end as file descriptor 3 and exactly the three NRI variables.
+
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use nri_api::plugin::{PLUGIN_IDX_ENV, PLUGIN_NAME_ENV, PLUGIN_SOCKET_ENV, PLUGIN_SOCKET_FD};
+use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+use tokio::net::UnixStream;
+
+use crate::adaptation_error::Error;
+use crate::discover::Discovered;
+
+/// The first bytes of a WebAssembly module (`\0asm`, version 1).
+const WASM_MAGIC: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+
+/// Whether the file starts with the WebAssembly magic. Unreadable files are
+/// not WebAssembly.
+pub(crate) fn is_wasm(path: &Path) -> bool {
+    let mut buf = [0u8; 8];
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    // One read, zero-padded, as the reference checks.
+    match file.read(&mut buf) {
+        Ok(n) => n == buf.len() && buf == WASM_MAGIC,
+        Err(_) => false,
+    }
+}
+
+/// Starts the plugin process and returns the runtime's end of its socket.
+pub(crate) fn launch(plugin: &Discovered) -> Result<(UnixStream, Child), Error> {
+    let name = plugin.name();
+    if is_wasm(&plugin.path) {
+        return Err(Error::WasmUnsupported(plugin.path.display().to_string()));
+    }
+    let (local, peer) = socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| Error::SocketPair {
+        plugin: name.clone(),
+        source: e.into(),
+    })?;
+    let local = to_tokio(local).map_err(|source| Error::LocalConnection {
+        plugin: name.clone(),
+        source,
+    })?;
+
+    let peer_fd = peer.as_raw_fd();
+    let mut cmd = Command::new(&plugin.path);
+    cmd.env_clear()
+        .env(PLUGIN_NAME_ENV, &plugin.base)
+        .env(PLUGIN_IDX_ENV, &plugin.idx)
+        .env(PLUGIN_SOCKET_ENV, PLUGIN_SOCKET_FD.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes async-signal-safe system calls (dup2, fcntl) on file
+    // descriptors; it allocates nothing and takes no locks. `peer_fd` stays
+    // open in the parent until after `spawn` returns (`peer` is dropped
+    // below), so it is valid in the child. dup2 onto fd 3 yields a
+    // descriptor without close-on-exec; if the peer already is fd 3, dup2
+    // would be a no-op, so its close-on-exec flag is cleared instead.
+    unsafe {
+        cmd.pre_exec(move || {
+            if peer_fd == PLUGIN_SOCKET_FD {
+                if libc::fcntl(peer_fd, libc::F_SETFD, 0) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(peer_fd, PLUGIN_SOCKET_FD) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|source| Error::Launch {
+        plugin: name.clone(),
+        source,
+    })?;
+    drop(peer);
+    tracing::info!(plugin = %name, pid = child.id(), "launched plugin");
+    Ok((local, child))
+}
+
+fn to_tokio(fd: OwnedFd) -> io::Result<UnixStream> {
+    let std = std::os::unix::net::UnixStream::from(fd);
+    std.set_nonblocking(true)?;
+    UnixStream::from_std(std)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wasm_magic_is_detected() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wasm = tmp.path().join("10-w");
+        std::fs::write(
+            &wasm,
+            [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0xff],
+        )
+        .unwrap();
+        let short = tmp.path().join("10-s");
+        std::fs::write(&short, [0x00, 0x61]).unwrap();
+        assert!(is_wasm(&wasm));
+        assert!(!is_wasm(&short));
+        assert!(!is_wasm(&tmp.path().join("missing")));
+    }
+}

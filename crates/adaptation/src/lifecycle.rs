@@ -1,0 +1,262 @@
+//! The lifecycle entry points of [`Adaptation`]: each takes the lifecycle
+//! lock, calls the subscribed plugins in index order, merges their replies
+//! where the event has any, and drops plugins that closed.
+
+use std::sync::Arc;
+
+use nri_api::*;
+
+use crate::adaptation::Adaptation;
+use crate::adaptation_error::{Error, PluginError};
+use crate::merge::{CreateResult, StopResult, UpdateResult};
+use crate::plugin::{Plugin, Rpc};
+
+/// A failed plugin call: fatal errors drop the plugin and the call goes on
+/// (`Ok`), other errors fail the call.
+fn handle_error(plugin: &Plugin, event: &str, err: PluginError) -> Result<(), Error> {
+    if err.is_fatal() {
+        tracing::warn!(plugin = %plugin.name, event, error = %err,
+            "closing plugin, failed to handle request; proceeding without it");
+        plugin.close();
+        Ok(())
+    } else {
+        Err(Error::Plugin {
+            plugin: plugin.name.clone(),
+            source: err,
+        })
+    }
+}
+
+impl Adaptation {
+    /// Runs `call` on the current plugin list under the lifecycle lock, then
+    /// removes plugins that closed.
+    async fn dispatch<T, F, Fut>(&self, call: F) -> Result<T, Error>
+    where
+        F: FnOnce(Vec<Arc<Plugin>>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let _lifecycle = self.inner.lifecycle.lock().await;
+        let plugins = self.inner.snapshot();
+        let result = call(plugins).await;
+        self.inner.remove_closed();
+        result
+    }
+
+    /// Delivers a notification to every subscribed plugin.
+    async fn notify<R: Rpc>(&self, req: R) -> Result<(), Error> {
+        self.dispatch(|plugins| async move {
+            for p in &plugins {
+                if p.is_closed() {
+                    continue;
+                }
+                if let Err(e) = p.call_event(&req).await {
+                    handle_error(p, R::METHOD, e)?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// A pod sandbox is being started.
+    pub async fn run_pod_sandbox(&self, req: RunPodSandboxRequest) -> Result<(), Error> {
+        self.notify(req).await
+    }
+
+    /// A pod's resources are being updated; plugins' replies carry nothing.
+    pub async fn update_pod_sandbox(
+        &self,
+        req: UpdatePodSandboxRequest,
+    ) -> Result<UpdatePodSandboxResponse, Error> {
+        self.notify(req).await?;
+        Ok(UpdatePodSandboxResponse::default())
+    }
+
+    /// A pod's resources were updated.
+    pub async fn post_update_pod_sandbox(
+        &self,
+        req: PostUpdatePodSandboxRequest,
+    ) -> Result<(), Error> {
+        self.notify(req).await
+    }
+
+    /// A pod sandbox is being stopped.
+    pub async fn stop_pod_sandbox(&self, req: StopPodSandboxRequest) -> Result<(), Error> {
+        self.notify(req).await
+    }
+
+    /// A pod sandbox is being removed.
+    pub async fn remove_pod_sandbox(&self, req: RemovePodSandboxRequest) -> Result<(), Error> {
+        self.notify(req).await
+    }
+
+    /// A container is being created: every subscribed plugin may adjust it
+    /// (each sees the earlier plugins' changes) and update other
+    /// containers; the merged result is then validated.
+    ///
+    /// The reply holds the merged adjustment, the updates of other
+    /// containers and the evictions plugins asked for (decision 15). On
+    /// error the runtime must not create the container nor apply anything.
+    pub async fn create_container(
+        &self,
+        req: CreateContainerRequest,
+    ) -> Result<CreateContainerResponse, Error> {
+        self.dispatch(|plugins| async move {
+            let mut result = CreateResult::new(req);
+            let has_validators = plugins
+                .iter()
+                .any(|p| !p.is_closed() && p.subscribed(Event::ValidateContainerAdjustment));
+            // The container as the runtime sent it (normalized), for validators.
+            let mut validate = has_validators.then(|| ValidateContainerAdjustmentRequest {
+                pod: result.request().pod.clone(),
+                container: result.request().container.clone(),
+                ..Default::default()
+            });
+
+            for p in &plugins {
+                if p.is_closed() {
+                    continue;
+                }
+                if let Some(v) = validate.as_mut() {
+                    v.plugins.push(PluginInstance {
+                        name: p.base.clone(),
+                        index: p.idx.clone(),
+                    });
+                }
+                let reply = match p.call_event(result.request()).await {
+                    Ok(Some(reply)) => reply,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        handle_error(p, method_name::CREATE, e)?;
+                        continue;
+                    }
+                };
+                p.record_adjustments(
+                    method_name::CREATE,
+                    reply.adjust.as_ref(),
+                    reply.update.len(),
+                    reply.evict.len(),
+                );
+                result.apply(&p.name, reply)?;
+            }
+
+            let outcome = result.into_outcome();
+            if let Some(mut v) = validate {
+                let validators: Vec<_> = plugins
+                    .iter()
+                    .filter(|p| !p.is_closed() && p.subscribed(Event::ValidateContainerAdjustment))
+                    .cloned()
+                    .collect();
+                if !validators.is_empty() {
+                    v.adjust = outcome.response.adjust.clone();
+                    v.update = outcome.response.update.clone();
+                    v.owners = Some(outcome.owners.into_proto());
+                    crate::validate::validate(validators, v).await?;
+                }
+            }
+            Ok(outcome.response)
+        })
+        .await
+    }
+
+    /// A container was created.
+    pub async fn post_create_container(
+        &self,
+        req: PostCreateContainerRequest,
+    ) -> Result<(), Error> {
+        self.notify(req).await
+    }
+
+    /// A container is being started.
+    pub async fn start_container(&self, req: StartContainerRequest) -> Result<(), Error> {
+        self.notify(req).await
+    }
+
+    /// A container was started.
+    pub async fn post_start_container(&self, req: PostStartContainerRequest) -> Result<(), Error> {
+        self.notify(req).await
+    }
+
+    /// A container's resources are being updated: plugins may change the
+    /// requested resources (each sees the earlier plugins' changes) and
+    /// update other containers. The reply lists the updates of other
+    /// containers, then the merged update of this one if a plugin touched
+    /// it (decision 8), and the evictions plugins asked for.
+    pub async fn update_container(
+        &self,
+        req: UpdateContainerRequest,
+    ) -> Result<UpdateContainerResponse, Error> {
+        self.dispatch(|plugins| async move {
+            let mut result = UpdateResult::new(req);
+            for p in &plugins {
+                if p.is_closed() {
+                    continue;
+                }
+                let reply = match p.call_event(result.request()).await {
+                    Ok(Some(reply)) => reply,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        handle_error(p, method_name::UPDATE, e)?;
+                        continue;
+                    }
+                };
+                p.record_adjustments(
+                    method_name::UPDATE,
+                    None,
+                    reply.update.len(),
+                    reply.evict.len(),
+                );
+                result.apply(&p.name, reply)?;
+            }
+            Ok(result.into_response())
+        })
+        .await
+    }
+
+    /// A container's resources were updated.
+    pub async fn post_update_container(
+        &self,
+        req: PostUpdateContainerRequest,
+    ) -> Result<(), Error> {
+        self.notify(req).await
+    }
+
+    /// A container is being stopped; plugins may update other containers.
+    pub async fn stop_container(
+        &self,
+        req: StopContainerRequest,
+    ) -> Result<StopContainerResponse, Error> {
+        self.dispatch(|plugins| async move {
+            let mut result = StopResult::new();
+            for p in &plugins {
+                if p.is_closed() {
+                    continue;
+                }
+                let reply = match p.call_event(&req).await {
+                    Ok(Some(reply)) => reply,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        handle_error(p, method_name::STOP, e)?;
+                        continue;
+                    }
+                };
+                p.record_adjustments(method_name::STOP, None, reply.update.len(), 0);
+                result.apply(&p.name, reply)?;
+            }
+            Ok(result.into_response())
+        })
+        .await
+    }
+
+    /// A container is being removed.
+    pub async fn remove_container(&self, req: RemoveContainerRequest) -> Result<(), Error> {
+        self.notify(req).await
+    }
+}
+
+/// Operation names used in logs and metrics.
+mod method_name {
+    pub const CREATE: &str = nri_api::service::plugin::CREATE_CONTAINER;
+    pub const UPDATE: &str = nri_api::service::plugin::UPDATE_CONTAINER;
+    pub const STOP: &str = nri_api::service::plugin::STOP_CONTAINER;
+}

@@ -1,0 +1,145 @@
+//! Plugins reaching the runtime: the socket for external plugins, and the
+//! start sequence (register, configure) shared with launched plugins.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::Path;
+use std::sync::{Arc, Weak};
+
+use tokio::net::{UnixListener, UnixStream};
+use tokio::task::JoinHandle;
+
+use crate::adaptation::Inner;
+use crate::adaptation_error::Error;
+use crate::discover::Discovered;
+use crate::plugin::remote::Remote;
+use crate::plugin::{Backend, Plugin, PluginKind, Settings};
+use crate::runtime::Synchronizer;
+
+/// Creates the socket (removing a stale one, creating a missing parent
+/// directory with mode 0700) and spawns the accept loop.
+pub(crate) fn listen(inner: Weak<Inner>, path: &Path) -> Result<JoinHandle<()>, Error> {
+    let fail = |source| Error::Socket {
+        path: path.to_path_buf(),
+        source,
+    };
+    let _ = std::fs::remove_file(path);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(fail)?;
+        }
+    }
+    let listener = UnixListener::bind(path).map_err(fail)?;
+    tracing::info!(socket = %path.display(), "accepting external NRI plugins");
+    Ok(tokio::spawn(accept_loop(inner, listener)))
+}
+
+/// Accepts connections and starts their plugins one at a time. Holds only a
+/// weak reference, so a dropped adaptation ends the loop.
+async fn accept_loop(inner: Weak<Inner>, listener: UnixListener) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::info!(error = %e, "stopped accepting plugin connections");
+                return;
+            }
+        };
+        let Some(inner) = inner.upgrade() else { return };
+        if let Err(e) = start_external(&inner, stream).await {
+            tracing::error!(error = %e, "failed to start external plugin");
+        }
+    }
+}
+
+/// Registration, Configure and Synchronize of one external plugin. Only the
+/// synchronization holds a lock (the plugin-sync lock, exclusively); the
+/// lifecycle lock is never taken, so lifecycle calls go on meanwhile.
+async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Error> {
+    let settings = &inner.settings;
+    let pending = Remote::connect(stream, None, None, settings)?;
+    let (remote, idx, base) = pending.register(settings.registration_timeout).await?;
+    let pid = remote.pid();
+    let plugin = Arc::new(Plugin::new(
+        &idx,
+        &base,
+        PluginKind::External,
+        Backend::Remote(remote),
+        settings.clone(),
+    ));
+    tracing::info!(plugin = %plugin.name, pid, "external plugin registered");
+    plugin.configure(String::new()).await?;
+
+    let _sync = inner.sync_lock.clone().write_owned().await;
+    let mut sync = ExternalSync {
+        plugin: plugin.clone(),
+        result: None,
+    };
+    let hook = settings.hooks.synchronize(&mut sync).await;
+    match (hook, sync.result) {
+        (Err(e), _) => {
+            tracing::error!(plugin = %plugin.name, error = %e, "failed to synchronize plugin");
+            plugin.close();
+        }
+        (Ok(()), Some(false)) => plugin.close(),
+        (Ok(()), result) => {
+            if result.is_none() {
+                tracing::warn!(plugin = %plugin.name,
+                    "runtime did not synchronize the plugin; adding it anyway");
+            }
+            if inner.is_stopped() {
+                plugin.close();
+            } else if !plugin.is_closed() {
+                inner.add_plugin(plugin.clone());
+                tracing::info!(plugin = %plugin.name, "plugin connected and synchronized");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Launches a plugin of the plugin directory and registers and configures
+/// it. On failure its process is killed and reaped.
+pub(crate) async fn start_launched(
+    settings: &Arc<Settings>,
+    d: Discovered,
+) -> Result<Arc<Plugin>, Error> {
+    let (trunk, child) = crate::launch::launch(&d)?;
+    let pending = Remote::connect(trunk, Some((&d.idx, &d.base)), Some(child), settings)?;
+    let (remote, _, _) = pending.register(settings.registration_timeout).await?;
+    let plugin = Arc::new(Plugin::new(
+        &d.idx,
+        &d.base,
+        PluginKind::Launched,
+        Backend::Remote(remote),
+        settings.clone(),
+    ));
+    if let Err(e) = plugin.configure(d.config).await {
+        plugin.stop().await;
+        return Err(e);
+    }
+    Ok(plugin)
+}
+
+/// The synchronizer of one external plugin: its failure is the call's.
+struct ExternalSync {
+    plugin: Arc<Plugin>,
+    /// Whether the last synchronization succeeded; `None` if never called.
+    result: Option<bool>,
+}
+
+#[async_trait::async_trait]
+impl Synchronizer for ExternalSync {
+    async fn synchronize(
+        &mut self,
+        pods: &[nri_api::PodSandbox],
+        containers: &[nri_api::Container],
+    ) -> Result<Vec<nri_api::ContainerUpdate>, Error> {
+        let result = self.plugin.synchronize(pods, containers).await;
+        self.result = Some(result.is_ok());
+        result
+    }
+}

@@ -1,0 +1,363 @@
+//! One plugin as the adaptation sees it: identity, subscription, state, and
+//! the typed calls of every event, whatever the plugin's transport.
+
+mod fallback;
+pub(crate) mod remote;
+mod rpc;
+pub(crate) mod sync;
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nri_api::{ConfigureRequest, ConfigureResponse, Event, EventMask};
+use tokio::time::Instant;
+
+use crate::adaptation_error::{Error, PluginError};
+use crate::builtin::BuiltinPlugin;
+use crate::metrics::Metrics;
+use crate::runtime::RuntimeHooks;
+
+pub(crate) use rpc::Rpc;
+
+/// What every plugin of one adaptation shares: the runtime's identity,
+/// timeouts, hooks and metrics.
+pub(crate) struct Settings {
+    pub runtime_name: String,
+    pub runtime_version: String,
+    pub registration_timeout: Duration,
+    pub request_timeout: Duration,
+    pub hooks: Arc<dyn RuntimeHooks>,
+    pub metrics: Arc<dyn Metrics>,
+}
+
+/// How a plugin is connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PluginKind {
+    /// In-process ([`BuiltinPlugin`]).
+    Builtin,
+    /// Connected to the runtime's socket on its own.
+    External,
+    /// Launched by the runtime from the plugin directory.
+    Launched,
+}
+
+impl PluginKind {
+    /// The word used in logs (as the reference names its plugin kinds).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginKind::Builtin => "builtin",
+            PluginKind::External => "external",
+            PluginKind::Launched => "pre-connected",
+        }
+    }
+}
+
+/// Description of an active plugin, as [`Adaptation::plugins`](crate::Adaptation::plugins)
+/// lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginInfo {
+    /// Base name.
+    pub name: String,
+    /// Two-digit index.
+    pub index: String,
+    /// How it is connected.
+    pub kind: PluginKind,
+    /// The events it is subscribed to.
+    pub events: EventMask,
+}
+
+pub(crate) enum Backend {
+    Remote(remote::Remote),
+    Builtin(Arc<dyn BuiltinPlugin>),
+}
+
+/// An active (or starting) plugin.
+pub(crate) struct Plugin {
+    pub idx: String,
+    pub base: String,
+    /// `<idx>-<base>`.
+    pub name: String,
+    pub kind: PluginKind,
+    events: AtomicI32,
+    /// Configure answered 0: subscribed to everything, including events an
+    /// old plugin may not implement (decision [1]).
+    subscribed_all: AtomicBool,
+    closed: AtomicBool,
+    /// The plugin lacks the dedicated notification RPCs; use StateChange.
+    legacy: AtomicBool,
+    /// Events for which the StateChange deprecation was reported.
+    warned: AtomicI32,
+    backend: Backend,
+    pub(crate) settings: Arc<Settings>,
+}
+
+impl Plugin {
+    pub(crate) fn new(
+        idx: &str,
+        base: &str,
+        kind: PluginKind,
+        backend: Backend,
+        settings: Arc<Settings>,
+    ) -> Plugin {
+        Plugin {
+            idx: idx.to_string(),
+            base: base.to_string(),
+            name: nri_api::plugin::qualified_name(idx, base),
+            kind,
+            events: AtomicI32::new(0),
+            subscribed_all: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            legacy: AtomicBool::new(false),
+            warned: AtomicI32::new(0),
+            backend,
+            settings,
+        }
+    }
+
+    pub(crate) fn info(&self) -> PluginInfo {
+        PluginInfo {
+            name: self.base.clone(),
+            index: self.idx.clone(),
+            kind: self.kind,
+            events: self.events(),
+        }
+    }
+
+    pub(crate) fn events(&self) -> EventMask {
+        EventMask(self.events.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn subscribed(&self, event: Event) -> bool {
+        self.events().is_set(event)
+    }
+
+    fn unsubscribe(&self, event: Event) {
+        self.events
+            .fetch_and(!EventMask::bit(event), Ordering::Relaxed);
+    }
+
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.settings.request_timeout
+    }
+
+    /// Whether the plugin is closed or its connection is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        if self.closed.load(Ordering::Relaxed) {
+            return true;
+        }
+        match &self.backend {
+            Backend::Remote(r) => r.is_closed(),
+            Backend::Builtin(_) => false,
+        }
+    }
+
+    /// Marks the plugin closed and closes its connection. A launched
+    /// process is left running until [`stop`](Self::stop).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        if let Backend::Remote(r) = &self.backend {
+            r.close();
+        }
+    }
+
+    /// Closes the plugin and kills and reaps its process, if launched.
+    pub(crate) async fn stop(&self) {
+        self.close();
+        if let Backend::Remote(r) = &self.backend {
+            r.kill().await;
+        }
+    }
+
+    /// Sends Shutdown (bounded by the request timeout); errors are only
+    /// logged.
+    pub(crate) async fn shutdown(&self) {
+        if self.is_closed() {
+            return;
+        }
+        let timeout = self.request_timeout();
+        match &self.backend {
+            Backend::Builtin(b) => {
+                if tokio::time::timeout(timeout, b.shutdown()).await.is_err() {
+                    tracing::warn!(plugin = %self.name, "builtin plugin did not shut down in time");
+                }
+            }
+            Backend::Remote(r) => {
+                if let Err(e) = r.shutdown(timeout).await {
+                    tracing::debug!(plugin = %self.name, error = %e, "Shutdown request failed");
+                }
+            }
+        }
+    }
+
+    /// Configures the plugin and stores its subscription. On failure the
+    /// plugin is closed (the caller stops it).
+    pub(crate) async fn configure(&self, config: String) -> Result<(), Error> {
+        let s = &self.settings;
+        let req = ConfigureRequest {
+            config,
+            runtime_name: s.runtime_name.clone(),
+            runtime_version: s.runtime_version.clone(),
+            registration_timeout: millis(s.registration_timeout),
+            request_timeout: millis(s.request_timeout),
+            nri_version: nri_api::NRI_VERSION.to_string(),
+        };
+        let reply = match &self.backend {
+            Backend::Builtin(b) => {
+                match tokio::time::timeout(s.request_timeout, b.configure(&req)).await {
+                    Ok(Ok(mut reply)) => {
+                        if reply.events == 0 {
+                            reply.events = b.events().raw();
+                        }
+                        Ok(reply)
+                    }
+                    Ok(Err(e)) => Err(PluginError::Builtin(e)),
+                    Err(_) => Err(PluginError::Timeout),
+                }
+            }
+            Backend::Remote(r) => r
+                .call::<_, ConfigureResponse>(
+                    nri_api::service::plugin::CONFIGURE,
+                    &req,
+                    s.request_timeout,
+                )
+                .await
+                .map_err(PluginError::from),
+        };
+        let result = reply.map_err(Error::Configure).and_then(|reply| {
+            let mask = EventMask(reply.events);
+            if mask.is_empty() {
+                self.subscribed_all.store(true, Ordering::Relaxed);
+                return Ok(EventMask::VALID_EVENTS);
+            }
+            match mask.invalid_bits() {
+                0 => Ok(mask),
+                extra => Err(Error::InvalidEvents(extra)),
+            }
+        });
+        match result {
+            Ok(mask) => {
+                self.events.store(mask.raw(), Ordering::Relaxed);
+                tracing::info!(plugin = %self.name, events = %mask.pretty_string(), "plugin configured");
+                Ok(())
+            }
+            Err(e) => {
+                self.close();
+                Err(e)
+            }
+        }
+    }
+
+    /// Calls the plugin for one event. `Ok(None)`: the plugin is not
+    /// subscribed (or was just unsubscribed, decision [1]).
+    pub(crate) async fn call_event<R: Rpc>(
+        &self,
+        req: &R,
+    ) -> Result<Option<R::Response>, PluginError> {
+        let event = R::EVENT;
+        if !self.subscribed(event) {
+            return Ok(None);
+        }
+        let timeout = self.request_timeout();
+        let result = match &self.backend {
+            Backend::Builtin(b) => {
+                self.measured(R::METHOD, async {
+                    match tokio::time::timeout(timeout, R::builtin(b.as_ref(), req)).await {
+                        Ok(Ok(reply)) => Ok(reply),
+                        Ok(Err(e)) => Err(PluginError::Builtin(e)),
+                        Err(_) => Err(PluginError::Timeout),
+                    }
+                })
+                .await
+            }
+            Backend::Remote(r) => {
+                if R::LEGACY && self.legacy.load(Ordering::Relaxed) {
+                    return self.state_change(r, req).await.map(Some);
+                }
+                self.measured(R::METHOD, async {
+                    r.call(R::METHOD, req, timeout)
+                        .await
+                        .map_err(PluginError::from)
+                })
+                .await
+            }
+        };
+        match result {
+            Ok(reply) => Ok(Some(reply)),
+            Err(e) if e.is_unimplemented() => match &self.backend {
+                Backend::Remote(r) if R::LEGACY => {
+                    self.legacy.store(true, Ordering::Relaxed);
+                    tracing::info!(plugin = %self.name, event = R::METHOD,
+                        "plugin lacks the dedicated RPC, falling back to StateChange");
+                    self.state_change(r, req).await.map(Some)
+                }
+                _ if self.may_skip_unimplemented(event) => {
+                    self.unsubscribe(event);
+                    tracing::warn!(plugin = %self.name, event = R::METHOD,
+                        "plugin subscribed to all events but does not implement this one; \
+                         unsubscribing it from the event");
+                    Ok(None)
+                }
+                _ => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Decision [1]: a plugin that subscribed to everything (mask 0) but
+    /// answers `Unimplemented` to UpdatePodSandbox or validation is an old
+    /// plugin, not a failing one.
+    fn may_skip_unimplemented(&self, event: Event) -> bool {
+        self.subscribed_all.load(Ordering::Relaxed)
+            && matches!(
+                event,
+                Event::UpdatePodSandbox | Event::ValidateContainerAdjustment
+            )
+    }
+
+    /// Runs one call, recording invocation and latency.
+    async fn measured<T>(
+        &self,
+        operation: &str,
+        call: impl std::future::Future<Output = Result<T, PluginError>>,
+    ) -> Result<T, PluginError> {
+        let start = Instant::now();
+        let result = call.await;
+        let metrics = &self.settings.metrics;
+        metrics.record_plugin_latency(&self.name, operation, start.elapsed());
+        let err = result.as_ref().err();
+        metrics.record_plugin_invocation(
+            &self.name,
+            operation,
+            err.map(|e| e as &(dyn std::error::Error + 'static)),
+        );
+        result
+    }
+
+    pub(crate) fn record_adjustments(
+        &self,
+        operation: &str,
+        adjust: Option<&nri_api::ContainerAdjustment>,
+        updates: usize,
+        evictions: usize,
+    ) {
+        self.settings
+            .metrics
+            .record_plugin_adjustments(&self.name, operation, adjust, updates, evictions);
+    }
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("events", &self.events())
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

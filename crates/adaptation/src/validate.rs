@@ -1,0 +1,66 @@
+//! Validation of a new container's merged adjustment by every validator
+//! plugin, concurrently; the first rejection in plugin order wins.
+
+use std::sync::Arc;
+
+use nri_api::ValidateContainerAdjustmentRequest;
+
+use crate::adaptation_error::{Error, PluginError};
+use crate::plugin::Plugin;
+
+/// Runs all `validators` (in plugin order) on `req` at once and waits for
+/// all. Fatal call errors close the validator. Returns the error of the
+/// first failing validator in plugin order (decision [16]).
+pub(crate) async fn validate(
+    validators: Vec<Arc<Plugin>>,
+    req: ValidateContainerAdjustmentRequest,
+) -> Result<(), Error> {
+    let req = Arc::new(req);
+    let tasks: Vec<_> = validators
+        .into_iter()
+        .map(|p| {
+            let req = req.clone();
+            let task = tokio::spawn({
+                let p = p.clone();
+                async move { p.call_event(&*req).await }
+            });
+            (p, task)
+        })
+        .collect();
+
+    let mut first = None;
+    for (p, task) in tasks {
+        let outcome = match task.await {
+            Ok(r) => r,
+            Err(e) => Err(PluginError::Builtin(Box::new(e))),
+        };
+        let error = match outcome {
+            Ok(None) => None,
+            Ok(Some(reply)) if reply.reject => Some(Error::ValidationRejected {
+                plugin: p.name.clone(),
+                reason: if reply.reason.is_empty() {
+                    "unknown rejection reason".to_string()
+                } else {
+                    reply.reason
+                },
+            }),
+            Ok(Some(_)) => None,
+            Err(e) => {
+                if e.is_fatal() {
+                    tracing::error!(plugin = %p.name, error = %e,
+                        "closing plugin, failed to handle ValidateContainerAdjustment request");
+                    p.close();
+                }
+                Some(Error::ValidatorFailed {
+                    plugin: p.name.clone(),
+                    source: e,
+                })
+            }
+        };
+        if let Some(e) = error {
+            tracing::debug!(plugin = %p.name, error = %e, "validation failed");
+            first.get_or_insert(e);
+        }
+    }
+    first.map_or(Ok(()), Err)
+}

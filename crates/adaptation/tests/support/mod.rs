@@ -1,0 +1,189 @@
+//! Shared pieces of the integration tests: a recording runtime, an
+//! adaptation on a socket in a temporary directory, and helpers to run
+//! nri-stub plugins against it.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nri_adaptation::{Adaptation, AdaptationBuilder, BoxError, RuntimeHooks, Synchronizer};
+use nri_api::{Container, ContainerEviction, ContainerUpdate, PodSandbox};
+use tokio::task::JoinHandle;
+
+/// Bound on every wait, so a bug shows as a failure, not a hang.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// Container id for which the runtime reports an unsolicited update as failed.
+pub const FAILING: &str = "ctr-fails";
+
+/// One unsolicited update request: plugin, updates, evictions.
+pub type UpdateCall = (String, Vec<ContainerUpdate>, Vec<ContainerEviction>);
+
+/// A runtime that records what NRI asks of it.
+#[derive(Default)]
+pub struct Runtime {
+    pub pods: Mutex<Vec<PodSandbox>>,
+    pub containers: Mutex<Vec<Container>>,
+    /// Updates returned by synchronizations.
+    pub synced: Mutex<Vec<ContainerUpdate>>,
+    /// Unsolicited updates: (plugin, updates, evictions).
+    pub updates: Mutex<Vec<UpdateCall>>,
+    /// Errors returned by synchronizations.
+    pub sync_errors: Mutex<Vec<String>>,
+}
+
+#[nri_adaptation::async_trait]
+impl RuntimeHooks for Runtime {
+    async fn synchronize(&self, sync: &mut dyn Synchronizer) -> Result<(), BoxError> {
+        let pods = self.pods.lock().unwrap().clone();
+        let containers = self.containers.lock().unwrap().clone();
+        match sync.synchronize(&pods, &containers).await {
+            Ok(updates) => {
+                self.synced.lock().unwrap().extend(updates);
+                Ok(())
+            }
+            Err(e) => {
+                self.sync_errors.lock().unwrap().push(e.to_string());
+                Err(e.into())
+            }
+        }
+    }
+
+    async fn update_containers(
+        &self,
+        plugin: &str,
+        updates: Vec<ContainerUpdate>,
+        evictions: Vec<ContainerEviction>,
+    ) -> Result<Vec<ContainerUpdate>, BoxError> {
+        let failed = updates
+            .iter()
+            .filter(|u| u.container_id == FAILING)
+            .cloned()
+            .collect();
+        self.updates
+            .lock()
+            .unwrap()
+            .push((plugin.to_string(), updates, evictions));
+        Ok(failed)
+    }
+}
+
+/// A temporary directory with the socket path and an empty plugin dir.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub runtime: Arc<Runtime>,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+            runtime: Arc::new(Runtime::default()),
+        }
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("run/nri.sock")
+    }
+
+    pub fn plugin_dir(&self) -> PathBuf {
+        self.dir.path().join("plugins")
+    }
+
+    pub fn conf_dir(&self) -> PathBuf {
+        self.dir.path().join("conf.d")
+    }
+
+    /// A builder with short timeouts and paths in the directory.
+    pub fn builder(&self) -> AdaptationBuilder {
+        Adaptation::builder("test-runtime", "v1.0.0", self.runtime.clone())
+            .plugin_path(self.plugin_dir())
+            .plugin_config_path(self.conf_dir())
+            .socket_path(self.socket())
+            .registration_timeout(Duration::from_secs(2))
+            .request_timeout(Duration::from_millis(1500))
+    }
+
+    pub async fn start(&self) -> Adaptation {
+        let nri = self.builder().build();
+        bounded(nri.start()).await.unwrap();
+        nri
+    }
+}
+
+/// Awaits `fut`, failing the test after [`WAIT`].
+pub async fn bounded<F: Future>(fut: F) -> F::Output {
+    tokio::time::timeout(WAIT, fut)
+        .await
+        .expect("operation did not finish in time")
+}
+
+/// Runs a stub plugin on `socket` in the background.
+pub fn run_stub<P: nri_stub::Plugin>(
+    plugin: P,
+    name: &str,
+    idx: &str,
+    socket: &Path,
+) -> JoinHandle<Result<(), nri_stub::Error>> {
+    let stub = nri_stub::Stub::builder(plugin)
+        .name(name)
+        .index(idx)
+        .socket_path(socket)
+        .build()
+        .unwrap();
+    tokio::spawn(async move { stub.run().await })
+}
+
+/// Waits until the adaptation lists exactly `names` (full names, in order).
+pub async fn wait_plugins(nri: &Adaptation, names: &[&str]) {
+    bounded(async {
+        loop {
+            let have: Vec<String> = nri
+                .plugins()
+                .iter()
+                .map(|p| format!("{}-{}", p.index, p.name))
+                .collect();
+            if have == names {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+/// A shared list of strings plugins append to.
+#[derive(Clone, Default)]
+pub struct Log(pub Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    pub fn push(&self, s: impl Into<String>) {
+        self.0.lock().unwrap().push(s.into());
+    }
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+    pub fn get(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+pub fn pod(id: &str) -> PodSandbox {
+    PodSandbox {
+        id: id.into(),
+        name: format!("{id}-name"),
+        ..Default::default()
+    }
+}
+
+pub fn container(id: &str, pod: &str) -> Container {
+    Container {
+        id: id.into(),
+        pod_sandbox_id: pod.into(),
+        name: format!("{id}-name"),
+        ..Default::default()
+    }
+}
