@@ -1,0 +1,32 @@
+//! The NRI plugin: one CreateContainer handler.
+
+use nri_stub::api::{Container, PodSandbox};
+use nri_stub::{Context, CreateContainerResult, Plugin};
+
+/// The rdt plugin.
+///
+/// ```no_run
+/// use nri_plugin_rdt::Rdt;
+/// # async fn run() -> Result<(), nri_stub::Error> {
+/// nri_stub::Stub::builder(Rdt).name("rdt").index("10").build()?.run().await
+/// # }
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Rdt;
+
+#[nri_stub::plugin]
+impl Plugin for Rdt {
+    async fn create_container(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::Result<CreateContainerResult> {
+        let span = tracing::info_span!("create", namespace = %pod.namespace, pod = %pod.name, container = %ctr.name);
+        let _guard = span.enter();
+        tracing::debug!("create container");
+        let adjust = crate::adjust_rdt(&pod.annotations, &ctr.name)
+            .inspect_err(|e| tracing::error!("{e}"))?;
+        Ok(adjust.into())
+    }
+}
