@@ -1,0 +1,86 @@
+//! `nri-logger`: logs the NRI requests and events it subscribes to, and can inject an
+//! annotation or environment variable into new containers.
+
+mod cli;
+mod config;
+mod events;
+mod log_sink;
+mod plugin;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use nri_stub::{EventMask, Stub};
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::Args;
+use crate::config::Config;
+use crate::log_sink::LogSink;
+use crate::plugin::Logger;
+
+fn init_logging(verbose: bool, sink: LogSink) {
+    let default = if verbose { "debug" } else { "info" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(sink)
+        .init();
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let args = Args::from_env();
+    let sink = LogSink::default();
+    init_logging(args.verbose, sink.clone());
+
+    if !args.log_file.is_empty() {
+        if let Err(err) = sink.open_file(Path::new(&args.log_file)) {
+            tracing::error!("failed to open log file {:?}: {err}", args.log_file);
+            return ExitCode::FAILURE;
+        }
+    }
+    let events: Vec<String> = if args.events.is_empty() {
+        Vec::new()
+    } else {
+        vec![args.events.clone()]
+    };
+    if let Err(err) = EventMask::parse(&events) {
+        tracing::error!("failed to parse events: {err}");
+        return ExitCode::FAILURE;
+    }
+    let cfg = Config {
+        log_file: args.log_file,
+        events,
+        add_annotation: args.add_annotation,
+        set_annotation: args.set_annotation,
+        add_env: args.add_env,
+        set_env: args.set_env,
+    };
+
+    let mut builder = Stub::builder(Logger::new(cfg, sink))
+        .on_close(|| tracing::info!("connection to the runtime lost, exiting"));
+    if let Some(name) = args.name {
+        builder = builder.name(name);
+    }
+    if let Some(idx) = args.idx {
+        builder = builder.index(idx);
+    }
+    if let Some(socket) = args.socket {
+        builder = builder.socket_path(socket);
+    }
+    let stub = match builder.build() {
+        Ok(stub) => stub,
+        Err(err) => {
+            tracing::error!("failed to create plugin stub: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match stub.run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("plugin exited with error {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

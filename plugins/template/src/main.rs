@@ -1,0 +1,67 @@
+//! `nri-template`: the smallest complete NRI plugin, a starting point for new ones.
+//!
+//! Every request handler is present and logs what it got; none changes anything.
+
+mod cli;
+mod events;
+mod plugin;
+
+use std::process::ExitCode;
+
+use nri_stub::{EventMask, Stub};
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::Args;
+use crate::plugin::Template;
+
+fn init_logging(verbose: bool) {
+    let default = if verbose { "debug" } else { "info" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let args = Args::from_env();
+    init_logging(args.verbose);
+
+    let events = match args.events.as_deref().filter(|e| !e.is_empty()) {
+        None => EventMask::default(),
+        Some(list) => match EventMask::parse(&[list]) {
+            Ok(mask) => mask,
+            Err(err) => {
+                tracing::error!("failed to parse events {list:?}: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+
+    let mut builder = Stub::builder(Template { events })
+        .on_close(|| tracing::info!("connection to the runtime lost, exiting"));
+    if let Some(name) = args.name {
+        builder = builder.name(name);
+    }
+    if let Some(idx) = args.idx {
+        builder = builder.index(idx);
+    }
+    if let Some(socket) = args.socket {
+        builder = builder.socket_path(socket);
+    }
+    let stub = match builder.build() {
+        Ok(stub) => stub,
+        Err(err) => {
+            tracing::error!("failed to create plugin stub: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match stub.run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("plugin exited: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

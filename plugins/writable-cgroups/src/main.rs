@@ -1,0 +1,76 @@
+//! `nri-writable-cgroups`: mounts `/sys/fs/cgroup` read-write in containers annotated
+//! with `writable-cgroups.noderesource.dev: "true"`, but only when the host's cgroup v2
+//! hierarchy is mounted with `nsdelegate`.
+
+mod cgroups;
+mod cli;
+mod mountinfo;
+mod plugin;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use nri_stub::Stub;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::Args;
+use crate::plugin::WritableCgroups;
+
+fn init_logging(verbose: bool) {
+    let default = if verbose { "debug" } else { "info" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let args = Args::from_env();
+    init_logging(args.verbose);
+
+    let host_ns_delegate = match mountinfo::host_has_nsdelegate(Path::new(&args.host_mount_file)) {
+        Ok(true) => {
+            tracing::info!(
+                "host cgroup mount has 'nsdelegate' option, enabling writable cgroups support"
+            );
+            true
+        }
+        Ok(false) => {
+            tracing::warn!(
+                "host cgroup mount does not have 'nsdelegate' option, disabling writable cgroups"
+            );
+            false
+        }
+        Err(err) => {
+            tracing::warn!("failed to check for nsdelegate option on host cgroup mount, disabling writable cgroups: {err}");
+            false
+        }
+    };
+
+    let mut builder = Stub::builder(WritableCgroups { host_ns_delegate });
+    if let Some(name) = args.name {
+        builder = builder.name(name);
+    }
+    if let Some(idx) = args.idx {
+        builder = builder.index(idx);
+    }
+    if let Some(socket) = args.socket {
+        builder = builder.socket_path(socket);
+    }
+    let stub = match builder.build() {
+        Ok(stub) => stub,
+        Err(err) => {
+            tracing::error!("failed to create plugin stub: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match stub.run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("plugin exited with error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
