@@ -313,6 +313,13 @@ impl Inner {
         self.settings.metrics.update_plugin_count(count);
     }
 
+    /// Removes and returns the first plugin matching `pred`.
+    pub(crate) fn take_plugin(&self, pred: impl Fn(&Plugin) -> bool) -> Option<Arc<Plugin>> {
+        let mut list = self.plugins();
+        let pos = list.iter().position(|p| pred(p))?;
+        Some(list.remove(pos))
+    }
+
     /// Drops closed plugins from the list and stops them in the background.
     pub(crate) fn remove_closed(&self) {
         let (removed, count) = {

@@ -223,6 +223,32 @@ pub enum Error {
     /// after [`Adaptation::stop`](crate::Adaptation::stop).
     #[error("NRI adaptation already started")]
     AlreadyStarted,
+    /// A plugin did not handle a request and its policy
+    /// ([`TimeoutPolicy::FailCall`](crate::TimeoutPolicy::FailCall), or the
+    /// `fail_request` failure policy it announced) fails the call.
+    #[error("plugin {plugin} failed to handle {event} request: {source}")]
+    PluginFailed {
+        /// Full name of the plugin.
+        plugin: String,
+        /// The request (ttRPC method name).
+        event: String,
+        /// What went wrong.
+        #[source]
+        source: PluginError,
+    },
+    /// A required plugin (see
+    /// [`AdaptationBuilder::required_plugins`](crate::AdaptationBuilder::required_plugins))
+    /// is not connected, so no container is created.
+    #[error("required NRI plugin {} is not connected", quote(.0))]
+    RequiredPluginMissing(String),
+    /// The pod's required-plugins annotation is not a list of plugin names.
+    #[error("invalid required plugins annotation {}: {reason}", quote(.value))]
+    InvalidRequiredPlugins {
+        /// The annotation's value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::adaptation::Adaptation;
 use crate::builtin::{BuiltinPlugin, DefaultValidatorPlugin};
 use crate::metrics::{Metrics, NoMetrics};
 use crate::plugin::Settings;
+use crate::policy::{Policies, TimeoutPolicy};
 use crate::runtime::RuntimeHooks;
 
 /// Options of an [`Adaptation`]; created by [`Adaptation::builder`].
@@ -30,6 +31,7 @@ pub struct AdaptationBuilder {
     pub(crate) builtin: Vec<Arc<dyn BuiltinPlugin>>,
     pub(crate) default_validator: Option<DefaultValidatorConfig>,
     pub(crate) metrics: Arc<dyn Metrics>,
+    pub(crate) policies: Policies,
 }
 
 impl AdaptationBuilder {
@@ -51,6 +53,7 @@ impl AdaptationBuilder {
             builtin: Vec::new(),
             default_validator: None,
             metrics: Arc::new(NoMetrics),
+            policies: Policies::default(),
         }
     }
 
@@ -91,6 +94,64 @@ impl AdaptationBuilder {
         self
     }
 
+    /// Request timeout of one plugin, named `<idx>-<name>` or by its base
+    /// name (the full name wins when both are set); other plugins keep
+    /// [`request_timeout`](Self::request_timeout). The plugin is told its
+    /// own timeout in Configure. Not in the reference, which has one
+    /// timeout for all plugins.
+    pub fn plugin_request_timeout(mut self, plugin: impl Into<String>, timeout: Duration) -> Self {
+        self.policies.timeouts.insert(plugin.into(), timeout);
+        self
+    }
+
+    /// What a request timeout does to a plugin (default
+    /// [`TimeoutPolicy::DropPlugin`], the reference's behaviour).
+    pub fn timeout_policy(mut self, policy: TimeoutPolicy) -> Self {
+        self.policies.timeout_policy = policy;
+        self
+    }
+
+    /// The [`TimeoutPolicy`] of one plugin, named `<idx>-<name>` or by its
+    /// base name; overrides [`timeout_policy`](Self::timeout_policy).
+    pub fn plugin_timeout_policy(
+        mut self,
+        plugin: impl Into<String>,
+        policy: TimeoutPolicy,
+    ) -> Self {
+        self.policies.timeout_policies.insert(plugin.into(), policy);
+        self
+    }
+
+    /// Plugins (named `<idx>-<name>` or by base name) without which no
+    /// container is created: while one is not connected,
+    /// [`Adaptation::create_container`] fails with
+    /// [`Error::RequiredPluginMissing`](crate::Error::RequiredPluginMissing).
+    /// The pod annotation `required-plugins.noderesource.dev` (also
+    /// `…/pod` and `…/container.<name>`) adds plugins per pod or container.
+    /// Calling it (even with an empty list) turns the check on; by default
+    /// there is none and the annotation is left to validators, as in the
+    /// reference.
+    pub fn required_plugins<S: Into<String>>(
+        mut self,
+        plugins: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.policies
+            .required
+            .extend(plugins.into_iter().map(Into::into));
+        self.policies.check_required = true;
+        self
+    }
+
+    /// Lets a new external connection with the name and index of a
+    /// connected external plugin replace it (rolling upgrades): the new one
+    /// is synchronized, then swapped in while no lifecycle call runs, then
+    /// the old one gets Shutdown and is closed. Every event reaches exactly
+    /// one of them. Default off: both stay connected, as in the reference.
+    pub fn replace_same_identity(mut self, replace: bool) -> Self {
+        self.policies.replace_same_identity = replace;
+        self
+    }
+
     /// Adds builtin plugins, started in the order given.
     pub fn builtin_plugins(
         mut self,
@@ -126,6 +187,7 @@ impl AdaptationBuilder {
             request_timeout: self.request_timeout,
             hooks: self.hooks,
             metrics: self.metrics,
+            policies: self.policies,
         };
         Adaptation::from_parts(
             settings,

@@ -74,6 +74,8 @@ pub mod merge;
 mod metrics;
 pub mod owners;
 mod plugin;
+mod policy;
+mod replace;
 mod runtime;
 mod validate;
 
@@ -87,6 +89,7 @@ pub use merge::{CreateOutcome, CreateResult, StopResult, UpdateResult};
 pub use metrics::{Metrics, NoMetrics};
 pub use owners::{field_kind, FieldKind, Owners};
 pub use plugin::{PluginInfo, PluginKind};
+pub use policy::TimeoutPolicy;
 pub use runtime::{RuntimeHooks, Synchronizer};
 
 /// The examples of the README, compiled and run as doc tests.

@@ -13,11 +13,27 @@ use crate::plugin::{Plugin, Rpc};
 
 /// A failed plugin call: fatal errors drop the plugin and the call goes on
 /// (`Ok`), other errors fail the call.
+///
+/// Which fatal errors drop the plugin and which fail the call follows the
+/// plugin's [`TimeoutPolicy`](crate::TimeoutPolicy) and announced failure
+/// policy (by default: drop it and go on, as the reference does).
 fn handle_error(plugin: &Plugin, event: &str, err: PluginError) -> Result<(), Error> {
     if err.is_fatal() {
+        let outcome = plugin.on_fatal(&err);
+        if outcome.drop_plugin {
+            tracing::warn!(plugin = %plugin.name, event, error = %err,
+                "closing plugin, failed to handle request");
+            plugin.close();
+        }
+        if outcome.fail_call {
+            return Err(Error::PluginFailed {
+                plugin: plugin.name.clone(),
+                event: event.to_string(),
+                source: err,
+            });
+        }
         tracing::warn!(plugin = %plugin.name, event, error = %err,
-            "closing plugin, failed to handle request; proceeding without it");
-        plugin.close();
+            "plugin failed to handle request; proceeding without it");
         Ok(())
     } else {
         Err(Error::Plugin {
@@ -102,6 +118,16 @@ impl Adaptation {
         req: CreateContainerRequest,
     ) -> Result<CreateContainerResponse, Error> {
         self.dispatch(|plugins| async move {
+            let connected: Vec<(String, String)> = plugins
+                .iter()
+                .filter(|p| !p.is_closed())
+                .map(|p| (p.idx.clone(), p.base.clone()))
+                .collect();
+            self.inner.settings.policies.check_required(
+                req.pod.as_ref(),
+                req.container.as_ref().map_or("", |c| c.name.as_str()),
+                &connected,
+            )?;
             let mut result = CreateResult::new(req);
             let has_validators = plugins
                 .iter()

@@ -93,7 +93,7 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
             if inner.is_stopped() {
                 plugin.close();
             } else if !plugin.is_closed() {
-                inner.add_plugin(plugin.clone());
+                inner.add_or_replace(plugin.clone()).await;
                 tracing::info!(plugin = %plugin.name, "plugin connected and synchronized");
             }
         }

@@ -58,6 +58,7 @@ mod error;
 mod events;
 mod identity;
 mod plugin;
+mod reconnect;
 mod runtime_handle;
 mod server;
 mod session;
@@ -70,6 +71,7 @@ pub use context::{
 };
 pub use error::{BoxError, Error, Result};
 pub use plugin::{CreateContainerResult, Plugin};
+pub use reconnect::Backoff;
 pub use runtime_handle::RuntimeHandle;
 pub use stub::Stub;
 pub use version::PLUGIN_NRI_VERSION;

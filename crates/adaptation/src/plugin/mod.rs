@@ -29,6 +29,7 @@ pub(crate) struct Settings {
     pub request_timeout: Duration,
     pub hooks: Arc<dyn RuntimeHooks>,
     pub metrics: Arc<dyn Metrics>,
+    pub policies: crate::policy::Policies,
 }
 
 /// How a plugin is connected.
@@ -90,6 +91,8 @@ pub(crate) struct Plugin {
     warned: AtomicI32,
     backend: Backend,
     pub(crate) settings: Arc<Settings>,
+    /// The failure policy the plugin announced in its Configure reply.
+    failure_policy: std::sync::Mutex<Option<nri_api::FailurePolicy>>,
 }
 
 impl Plugin {
@@ -112,6 +115,7 @@ impl Plugin {
             warned: AtomicI32::new(0),
             backend,
             settings,
+            failure_policy: std::sync::Mutex::new(None),
         }
     }
 
@@ -138,7 +142,24 @@ impl Plugin {
     }
 
     pub(crate) fn request_timeout(&self) -> Duration {
-        self.settings.request_timeout
+        self.settings.policies.request_timeout(
+            &self.name,
+            &self.base,
+            self.settings.request_timeout,
+        )
+    }
+
+    /// What a fatal error of one call does to this plugin and the call.
+    pub(crate) fn on_fatal(&self, err: &PluginError) -> crate::policy::Outcome {
+        let policy = self
+            .settings
+            .policies
+            .timeout_policy(&self.name, &self.base);
+        let announced = self
+            .failure_policy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        crate::policy::Policies::on_fatal(policy, announced.as_ref(), err)
     }
 
     /// Whether the plugin is closed or its connection is gone.
@@ -199,12 +220,12 @@ impl Plugin {
             runtime_name: s.runtime_name.clone(),
             runtime_version: s.runtime_version.clone(),
             registration_timeout: millis(s.registration_timeout),
-            request_timeout: millis(s.request_timeout),
+            request_timeout: millis(self.request_timeout()),
             nri_version: nri_api::NRI_VERSION.to_string(),
         };
         let reply = match &self.backend {
             Backend::Builtin(b) => {
-                match tokio::time::timeout(s.request_timeout, b.configure(&req)).await {
+                match tokio::time::timeout(self.request_timeout(), b.configure(&req)).await {
                     Ok(Ok(mut reply)) => {
                         if reply.events == 0 {
                             reply.events = b.events().raw();
@@ -219,11 +240,17 @@ impl Plugin {
                 .call::<_, ConfigureResponse>(
                     nri_api::service::plugin::CONFIGURE,
                     &req,
-                    s.request_timeout,
+                    self.request_timeout(),
                 )
                 .await
                 .map_err(PluginError::from),
         };
+        if let Ok(reply) = &reply {
+            *self
+                .failure_policy
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = reply.failure_policy;
+        }
         let result = reply.map_err(Error::Configure).and_then(|reply| {
             let mask = EventMask(reply.events);
             if mask.is_empty() {

@@ -1,0 +1,296 @@
+//! Runtime policies that go beyond the reference: per-plugin request
+//! timeouts, what a timeout does to a plugin, required plugins and the
+//! replacement of a plugin by a new connection with the same identity.
+//!
+//! Every option defaults to the reference's behaviour; `docs/beyond-the-reference.md`
+//! describes the problem each one solves.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use nri_api::{FailurePolicy, PodSandbox};
+use nri_validator::annotations::{
+    effective_annotation, parse_plugin_list, REQUIRED_PLUGINS_ANNOTATION,
+};
+
+use crate::adaptation_error::{Error, PluginError};
+
+/// What a request timeout does to the plugin that timed out.
+///
+/// Only timeouts are concerned: a lost connection or a protocol error
+/// always drops the plugin, and an error the plugin's handler returns
+/// always fails the call, as in the reference.
+///
+/// ```
+/// use std::time::Duration;
+/// use nri_adaptation::{Adaptation, TimeoutPolicy};
+/// # use std::sync::Arc;
+/// # struct R;
+/// # #[nri_adaptation::async_trait]
+/// # impl nri_adaptation::RuntimeHooks for R {
+/// #     async fn synchronize(&self, _: &mut dyn nri_adaptation::Synchronizer) -> Result<(), nri_adaptation::BoxError> { Ok(()) }
+/// #     async fn update_containers(&self, _: &str, u: Vec<nri_api::ContainerUpdate>, _: Vec<nri_api::ContainerEviction>)
+/// #         -> Result<Vec<nri_api::ContainerUpdate>, nri_adaptation::BoxError> { Ok(u) }
+/// # }
+/// let nri = Adaptation::builder("runtime", "1.0", Arc::new(R))
+///     // A slow resource manager gets more time, and a timeout only fails that call.
+///     .plugin_request_timeout("10-resource-manager", Duration::from_secs(10))
+///     .plugin_timeout_policy("resource-manager", TimeoutPolicy::FailCall)
+///     .build();
+/// # drop(nri);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TimeoutPolicy {
+    /// The plugin is closed and the call goes on without it (the
+    /// reference's behaviour, and the default). A plugin that answered
+    /// Configure with a `failure_policy` gets what it asked for: it stays
+    /// connected if it set `keep_connected`, and the call fails if it set
+    /// `fail_request`.
+    #[default]
+    DropPlugin,
+    /// The plugin stays connected and the call fails, naming the plugin.
+    FailCall,
+    /// The plugin stays connected and the call goes on without its answer.
+    SkipCall,
+}
+
+/// The policies of one adaptation, set on its builder.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Policies {
+    /// Request timeouts by plugin name (`<idx>-<name>` or base name).
+    pub timeouts: HashMap<String, Duration>,
+    /// The timeout policy of plugins not named in `timeout_policies`.
+    pub timeout_policy: TimeoutPolicy,
+    /// Timeout policies by plugin name (`<idx>-<name>` or base name).
+    pub timeout_policies: HashMap<String, TimeoutPolicy>,
+    /// Plugins without which no container is created.
+    pub required: Vec<String>,
+    /// Whether required plugins are checked at all (the runtime's list and
+    /// the pod annotation); off by default, as in the reference.
+    pub check_required: bool,
+    /// A new external connection takes over the plugin with its identity.
+    pub replace_same_identity: bool,
+}
+
+/// What to do after a failed call to one plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// Close the plugin.
+    pub drop_plugin: bool,
+    /// Fail the call (otherwise it goes on without the plugin).
+    pub fail_call: bool,
+}
+
+/// The entry of `map` for the plugin: its full name first, then its base name.
+fn lookup<'a, T>(map: &'a HashMap<String, T>, full: &str, base: &str) -> Option<&'a T> {
+    map.get(full).or_else(|| map.get(base))
+}
+
+impl Policies {
+    /// The request timeout of the plugin `full` (`<idx>-<name>`) / `base`.
+    pub fn request_timeout(&self, full: &str, base: &str, default: Duration) -> Duration {
+        lookup(&self.timeouts, full, base)
+            .copied()
+            .unwrap_or(default)
+    }
+
+    /// The timeout policy of the plugin `full` / `base`.
+    pub fn timeout_policy(&self, full: &str, base: &str) -> TimeoutPolicy {
+        lookup(&self.timeout_policies, full, base)
+            .copied()
+            .unwrap_or(self.timeout_policy)
+    }
+
+    /// Decides what a fatal error (`err.is_fatal()`) of one call does, given
+    /// the plugin's timeout policy and the failure policy it announced.
+    pub fn on_fatal(
+        policy: TimeoutPolicy,
+        announced: Option<&FailurePolicy>,
+        err: &PluginError,
+    ) -> Outcome {
+        let timeout = is_timeout(err);
+        match policy {
+            TimeoutPolicy::FailCall if timeout => Outcome {
+                drop_plugin: false,
+                fail_call: true,
+            },
+            TimeoutPolicy::SkipCall if timeout => Outcome {
+                drop_plugin: false,
+                fail_call: false,
+            },
+            _ => {
+                let keep = announced.is_some_and(|p| p.keep_connected);
+                let fail = announced.is_some_and(|p| p.fail_request);
+                Outcome {
+                    drop_plugin: !(timeout && keep),
+                    fail_call: fail,
+                }
+            }
+        }
+    }
+
+    /// Fails if a required plugin (by the runtime's list or the pod's
+    /// `required-plugins.noderesource.dev` annotation for `container`) is
+    /// not among `connected` (`(index, base name)` pairs).
+    pub fn check_required(
+        &self,
+        pod: Option<&PodSandbox>,
+        container: &str,
+        connected: &[(String, String)],
+    ) -> Result<(), Error> {
+        if !self.check_required {
+            return Ok(());
+        }
+        let annotated = match effective_annotation(pod, REQUIRED_PLUGINS_ANNOTATION, container) {
+            Some(value) => {
+                parse_plugin_list(value).map_err(|source| Error::InvalidRequiredPlugins {
+                    value: value.to_owned(),
+                    reason: source.message,
+                })?
+            }
+            None => Vec::new(),
+        };
+        let present = |name: &str| {
+            connected.iter().any(|(idx, base)| {
+                base == name || nri_api::plugin::qualified_name(idx, base) == name
+            })
+        };
+        match self
+            .required
+            .iter()
+            .chain(annotated.iter())
+            .find(|r| !present(r))
+        {
+            Some(missing) => Err(Error::RequiredPluginMissing(missing.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Whether the error is a request timeout (local deadline, a builtin
+/// plugin's timeout, or the plugin answering DeadlineExceeded).
+pub(crate) fn is_timeout(err: &PluginError) -> bool {
+    match err {
+        PluginError::Timeout => true,
+        PluginError::Rpc(e) => e.code() == nri_ttrpc::Code::DeadlineExceeded,
+        PluginError::Builtin(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(fail_request: bool, keep_connected: bool) -> FailurePolicy {
+        FailurePolicy {
+            fail_request,
+            keep_connected,
+        }
+    }
+
+    #[test]
+    fn default_drops_a_timed_out_plugin_and_goes_on() {
+        let o = Policies::on_fatal(TimeoutPolicy::default(), None, &PluginError::Timeout);
+        assert_eq!(
+            o,
+            Outcome {
+                drop_plugin: true,
+                fail_call: false
+            }
+        );
+        let closed = PluginError::Rpc(nri_ttrpc::Error::Closed);
+        let o = Policies::on_fatal(TimeoutPolicy::FailCall, None, &closed);
+        assert!(o.drop_plugin && !o.fail_call);
+    }
+
+    #[test]
+    fn fail_and_skip_keep_the_plugin_on_timeouts() {
+        let o = Policies::on_fatal(TimeoutPolicy::FailCall, None, &PluginError::Timeout);
+        assert!(!o.drop_plugin && o.fail_call);
+        let o = Policies::on_fatal(
+            TimeoutPolicy::SkipCall,
+            None,
+            &PluginError::Rpc(nri_ttrpc::Error::Timeout),
+        );
+        assert!(!o.drop_plugin && !o.fail_call);
+    }
+
+    #[test]
+    fn announced_failure_policy_follows_the_reference() {
+        let t = PluginError::Timeout;
+        let o = Policies::on_fatal(TimeoutPolicy::DropPlugin, Some(&fp(false, true)), &t);
+        assert!(!o.drop_plugin && !o.fail_call);
+        let o = Policies::on_fatal(TimeoutPolicy::DropPlugin, Some(&fp(true, false)), &t);
+        assert!(o.drop_plugin && o.fail_call);
+        // keep_connected does not survive a lost connection.
+        let closed = PluginError::Rpc(nri_ttrpc::Error::Closed);
+        let o = Policies::on_fatal(TimeoutPolicy::DropPlugin, Some(&fp(false, true)), &closed);
+        assert!(o.drop_plugin);
+    }
+
+    #[test]
+    fn lookups_prefer_the_full_name() {
+        let mut p = Policies::default();
+        p.timeouts.insert("foo".into(), Duration::from_secs(3));
+        p.timeouts.insert("10-foo".into(), Duration::from_secs(7));
+        let d = Duration::from_secs(2);
+        assert_eq!(
+            p.request_timeout("10-foo", "foo", d),
+            Duration::from_secs(7)
+        );
+        assert_eq!(
+            p.request_timeout("20-foo", "foo", d),
+            Duration::from_secs(3)
+        );
+        assert_eq!(p.request_timeout("20-bar", "bar", d), d);
+        p.timeout_policies
+            .insert("bar".into(), TimeoutPolicy::SkipCall);
+        assert_eq!(p.timeout_policy("20-bar", "bar"), TimeoutPolicy::SkipCall);
+        assert_eq!(p.timeout_policy("10-foo", "foo"), TimeoutPolicy::DropPlugin);
+    }
+
+    #[test]
+    fn required_plugins_unchecked_by_default() {
+        let mut pod = PodSandbox::default();
+        pod.annotations
+            .insert(REQUIRED_PLUGINS_ANNOTATION.into(), "[bar]".into());
+        assert!(Policies::default()
+            .check_required(Some(&pod), "c", &[])
+            .is_ok());
+    }
+
+    #[test]
+    fn required_plugins_by_name_and_annotation() {
+        let p = Policies {
+            required: vec!["10-foo".into()],
+            check_required: true,
+            ..Default::default()
+        };
+        let connected = vec![("10".to_string(), "foo".to_string())];
+        assert!(p.check_required(None, "c", &connected).is_ok());
+        let err = p.check_required(None, "c", &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"required NRI plugin "10-foo" is not connected"#
+        );
+
+        let mut pod = PodSandbox::default();
+        pod.annotations.insert(
+            format!("{REQUIRED_PLUGINS_ANNOTATION}/container.c"),
+            "[bar]".into(),
+        );
+        let err = p.check_required(Some(&pod), "c", &connected).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"required NRI plugin "bar" is not connected"#
+        );
+        // The annotation of another container does not apply.
+        assert!(p.check_required(Some(&pod), "d", &connected).is_ok());
+        pod.annotations
+            .insert(REQUIRED_PLUGINS_ANNOTATION.into(), "{not: a list}".into());
+        assert!(matches!(
+            p.check_required(Some(&pod), "d", &connected),
+            Err(Error::InvalidRequiredPlugins { .. })
+        ));
+    }
+}
