@@ -1,0 +1,20 @@
+//! The scenario file: what the simulated runtime runs (plugins, pods,
+//! containers) and the script of lifecycle steps, with expectations.
+
+mod expect;
+mod load;
+mod model;
+mod step;
+
+pub use expect::StepExpect;
+pub use load::{load_file, load_str, ScenarioError};
+pub use model::{
+    AdjustSpec, BuiltinSpec, ContainerSpec, HandlerSpec, HookSpec, HooksSpec, PodSpec,
+    ResourcesSpec, Scenario,
+};
+#[cfg(test)]
+pub use model::{MountSpec, ValidateSpec};
+pub use step::{Action, Step};
+
+/// The demo scenario run when no scenario file is given.
+pub const DEMO: &str = include_str!("../../scenarios/demo.yaml");
