@@ -1,8 +1,7 @@
 //! Command line: Go-style flags (`-name x`, `-name=x`, `--name x`) parsed with clap.
 
-use std::ffi::OsString;
-
 use clap::Parser;
+use nri_plugin_util::{go_args, parse_go_bool, ShortFlags};
 
 /// Flags of the validator plugin.
 #[derive(Debug, Clone, Default, Parser)]
@@ -32,55 +31,21 @@ pub struct Args {
 impl Args {
     /// Parses the process's arguments; exits with usage on error, like Go's `flag`.
     pub fn from_env() -> Args {
-        Args::parse_from(go_style_args(std::env::args_os()))
-    }
-}
-
-/// Rewrites Go-style single-dash long flags (`-name`) into clap's `--name`.
-///
-/// Arguments after a bare `--` are left alone, and so are single-letter flags (`-h`)
-/// and anything that does not start with a dash.
-pub fn go_style_args<I: IntoIterator<Item = OsString>>(args: I) -> Vec<OsString> {
-    let mut out = Vec::new();
-    let mut rest_positional = false;
-    for (i, arg) in args.into_iter().enumerate() {
-        if i == 0 || rest_positional {
-            out.push(arg);
-            continue;
-        }
-        let rewritten = match arg.to_str() {
-            Some("--") => {
-                rest_positional = true;
-                None
-            }
-            Some(s) if s.starts_with('-') && !s.starts_with("--") && s.len() > 2 => {
-                Some(OsString::from(format!("-{s}")))
-            }
-            _ => None,
-        };
-        out.push(rewritten.unwrap_or(arg));
-    }
-    out
-}
-
-/// Go's `strconv.ParseBool`, the syntax of Go boolean flags (`-verbose=false`).
-pub fn parse_go_bool(s: &str) -> Result<bool, String> {
-    match s {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        _ => Err(format!("invalid boolean value {s:?}")),
+        Args::parse_from(go_args(std::env::args_os(), ShortFlags::Keep))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Args, clap::Error> {
         let argv = std::iter::once("nri-default-validator")
             .chain(args.iter().copied())
             .map(OsString::from);
-        Args::try_parse_from(go_style_args(argv))
+        Args::try_parse_from(go_args(argv, ShortFlags::Keep))
     }
 
     #[test]
@@ -116,14 +81,5 @@ mod tests {
     #[test]
     fn unknown_flags_are_errors() {
         assert!(parse(&["-bogus", "1"]).is_err());
-    }
-
-    #[test]
-    fn leaves_positional_and_short_arguments_alone() {
-        let argv = ["p", "-h", "x", "--", "-name"].map(OsString::from);
-        assert_eq!(
-            go_style_args(argv),
-            ["p", "-h", "x", "--", "-name"].map(OsString::from)
-        );
     }
 }

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use nri_plugin_device_injector::cli::{init_logging, normalize_args, parse_go_bool, plugin_name};
+use nri_plugin_device_injector::cli::{
+    go_args, init_logging, parse_go_bool, plugin_name, ShortFlags,
+};
 use nri_plugin_device_injector::DeviceInjector;
 use nri_stub::Stub;
 
@@ -28,7 +30,7 @@ struct Args {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let args = Args::parse_from(normalize_args(std::env::args_os()));
+    let args = Args::parse_from(go_args(std::env::args_os(), ShortFlags::Long));
     init_logging(args.verbose);
 
     let mut builder = Stub::builder(DeviceInjector);

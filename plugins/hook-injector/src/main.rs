@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use nri_plugin_hook_injector::cli::{
-    init_logging, normalize_args, parse_duration, parse_go_bool, plugin_name,
+    go_args, init_logging, parse_duration, parse_go_bool, plugin_name, ShortFlags,
 };
 use nri_plugin_hook_injector::manager::{HookManager, DEFAULT_DIR, OVERRIDE_DIR};
 use nri_plugin_hook_injector::HookInjector;
@@ -42,7 +42,7 @@ struct Args {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let args = Args::parse_from(normalize_args(std::env::args_os()));
+    let args = Args::parse_from(go_args(std::env::args_os(), ShortFlags::Long));
     init_logging(args.verbose);
 
     let dirs = if args.hooks_dirs.is_empty() {

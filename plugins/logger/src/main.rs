@@ -11,7 +11,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use nri_stub::{EventMask, Stub};
-use tracing_subscriber::EnvFilter;
 
 use crate::cli::Args;
 use crate::config::Config;
@@ -19,10 +18,8 @@ use crate::log_sink::LogSink;
 use crate::plugin::Logger;
 
 fn init_logging(verbose: bool, sink: LogSink) {
-    let default = if verbose { "debug" } else { "info" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(nri_plugin_util::log_filter(verbose))
         .with_ansi(false)
         .with_writer(sink)
         .init();

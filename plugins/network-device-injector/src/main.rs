@@ -10,24 +10,14 @@ mod plugin;
 use std::process::ExitCode;
 
 use nri_stub::Stub;
-use tracing_subscriber::EnvFilter;
 
 use crate::cli::Args;
 use crate::plugin::NetDeviceInjector;
 
-fn init_logging(verbose: bool) {
-    let default = if verbose { "debug" } else { "info" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = Args::from_env();
-    init_logging(args.verbose);
+    nri_plugin_util::init_logging(args.verbose);
     tracing::info!(name = ?args.name, idx = ?args.idx, verbose = args.verbose, "starting plugin");
 
     let mut builder = Stub::builder(NetDeviceInjector);

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use nri_plugin_rdt::cli::{init_logging, normalize_args, parse_go_bool, plugin_name};
+use nri_plugin_rdt::cli::{go_args, init_logging, parse_go_bool, plugin_name, ShortFlags};
 use nri_plugin_rdt::Rdt;
 use nri_stub::Stub;
 
@@ -28,7 +28,7 @@ struct Args {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let args = Args::parse_from(normalize_args(std::env::args_os()));
+    let args = Args::parse_from(go_args(std::env::args_os(), ShortFlags::Long));
     init_logging(args.verbose);
     tracing::info!(verbose = args.verbose, "starting plugin");
 

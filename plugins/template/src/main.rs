@@ -9,24 +9,14 @@ mod plugin;
 use std::process::ExitCode;
 
 use nri_stub::{EventMask, Stub};
-use tracing_subscriber::EnvFilter;
 
 use crate::cli::Args;
 use crate::plugin::Template;
 
-fn init_logging(verbose: bool) {
-    let default = if verbose { "debug" } else { "info" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = Args::from_env();
-    init_logging(args.verbose);
+    nri_plugin_util::init_logging(args.verbose);
 
     let events = match args.events.as_deref().filter(|e| !e.is_empty()) {
         None => EventMask::default(),

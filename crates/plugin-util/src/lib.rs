@@ -1,0 +1,47 @@
+//! Command-line conventions shared by the nri-rs sample plugins.
+//!
+//! The plugins take the same flags as the Go plugins of
+//! `github.com/containerd/nri`, written the way Go's `flag` package reads them:
+//! single-dash long flags (`-idx 10`, `-verbose=false`), booleans as
+//! `strconv.ParseBool` reads them, durations such as `1m30s`. They parse them with
+//! clap after [`go_args`] has rewritten the single-dash flags into clap's
+//! double-dash form.
+//!
+//! * [`go_args`] and [`ShortFlags`]: argument normalization;
+//! * [`parse_go_bool`] and [`parse_duration`]: clap value parsers;
+//! * [`plugin_name`], [`plugin_index`] and [`is_indexed_program`]: whether a
+//!   plugin should give the stub its default name or index, or leave it to the
+//!   runtime (`NRI_PLUGIN_NAME`, `NRI_PLUGIN_IDX`) or the program name (`NN-name`);
+//! * [`init_logging`] and [`log_filter`]: `tracing` to standard error, `info` or
+//!   (with `-verbose`) `debug`, `RUST_LOG` overriding both.
+//!
+//! ```
+//! use clap::Parser;
+//! use nri_plugin_util::{go_args, parse_go_bool, ShortFlags};
+//!
+//! #[derive(Parser)]
+//! struct Args {
+//!     #[arg(long)]
+//!     idx: Option<String>,
+//!     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+//!           default_value = "false", value_parser = parse_go_bool)]
+//!     verbose: bool,
+//! }
+//!
+//! let argv = ["nri-example", "-idx", "10", "-verbose=T"];
+//! let args = Args::parse_from(go_args(argv, ShortFlags::Keep));
+//! assert_eq!(args.idx.as_deref(), Some("10"));
+//! assert!(args.verbose);
+//! ```
+
+mod args;
+mod bool_value;
+mod duration;
+mod identity;
+mod logging;
+
+pub use args::{go_args, ShortFlags};
+pub use bool_value::parse_go_bool;
+pub use duration::parse_duration;
+pub use identity::{is_indexed_program, plugin_index, plugin_name};
+pub use logging::{init_logging, log_filter};
