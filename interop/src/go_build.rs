@@ -17,9 +17,13 @@ const MODULES: &[(&str, &[&str])] = &[
             "nri-ref-plugin",
             "nri-wire-vectors",
             "nri-wire-bench",
+            "nri-adaptation-bench",
         ],
     ),
-    ("harness-old", &["nri-ref-runtime-old"]),
+    (
+        "harness-old",
+        &["nri-ref-runtime-old", "nri-ref-plugin-old"],
+    ),
 ];
 
 /// Names of all harness programs.

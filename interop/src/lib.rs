@@ -38,7 +38,9 @@
 mod error;
 mod files;
 mod go_build;
+pub mod plugin_tests;
 mod process;
+pub mod random;
 
 pub use error::{HarnessError, Result};
 pub use files::{

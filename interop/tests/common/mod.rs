@@ -2,6 +2,8 @@
 //! runtime adaptation.
 #![allow(dead_code)] // each test file uses a different subset
 
+pub mod runtimes;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -41,6 +41,88 @@ type Config struct {
 	Unsolicited []Unsolicited `json:"unsolicited,omitempty"`
 	// FailurePolicy is announced in the Configure response.
 	FailurePolicy *api.FailurePolicy `json:"failure_policy,omitempty"`
+	// ByContainer overrides the per-event behaviour for events about one
+	// container, keyed by container id or name (the id is looked up first).
+	// This lets one plugin process answer many independent cases.
+	ByContainer map[string]*Behavior `json:"by_container,omitempty"`
+}
+
+// Behavior is the per-container part of the configuration. A field that is
+// present wins over the plugin-wide key of the same name; for the per-event
+// maps (update, evict, error) an event key that is present wins (an empty
+// list or an empty error text switches the plugin-wide one off).
+type Behavior struct {
+	Adjust *api.ContainerAdjustment            `json:"adjust,omitempty"`
+	Update map[string][]*api.ContainerUpdate   `json:"update,omitempty"`
+	Evict  map[string][]*api.ContainerEviction `json:"evict,omitempty"`
+	Error  map[string]string                   `json:"error,omitempty"`
+	Reject *bool                               `json:"reject,omitempty"`
+	Reason *string                             `json:"reason,omitempty"`
+}
+
+// behavior returns the override for a container, if any.
+func (c *Config) behavior(ctr *api.Container) *Behavior {
+	if ctr == nil || len(c.ByContainer) == 0 {
+		return nil
+	}
+	if b, ok := c.ByContainer[ctr.GetId()]; ok {
+		return b
+	}
+	return c.ByContainer[ctr.GetName()]
+}
+
+// adjust is the adjustment returned by CreateContainer for ctr.
+func (c *Config) adjust(ctr *api.Container) *api.ContainerAdjustment {
+	if b := c.behavior(ctr); b != nil && b.Adjust != nil {
+		return b.Adjust
+	}
+	return c.Adjust
+}
+
+// updates are the container updates returned for an event about ctr.
+func (c *Config) updates(event string, ctr *api.Container) []*api.ContainerUpdate {
+	if b := c.behavior(ctr); b != nil {
+		if u, ok := b.Update[event]; ok {
+			return u
+		}
+	}
+	return c.Update[event]
+}
+
+// evictions are the evictions added to the response to an event about ctr.
+func (c *Config) evictions(event string, ctr *api.Container) []*api.ContainerEviction {
+	if b := c.behavior(ctr); b != nil {
+		if e, ok := b.Evict[event]; ok {
+			return e
+		}
+	}
+	return c.Evict[event]
+}
+
+// errorFor is the error text of the handler of an event about ctr ("" and
+// false: no error).
+func (c *Config) errorFor(event string, ctr *api.Container) (string, bool) {
+	if b := c.behavior(ctr); b != nil {
+		if msg, ok := b.Error[event]; ok {
+			return msg, msg != ""
+		}
+	}
+	msg, ok := c.Error[event]
+	return msg, ok
+}
+
+// rejection tells whether ValidateContainerAdjustment rejects ctr, and why.
+func (c *Config) rejection(ctr *api.Container) (bool, string) {
+	reject, reason := c.Reject, c.Reason
+	if b := c.behavior(ctr); b != nil {
+		if b.Reject != nil {
+			reject = *b.Reject
+		}
+		if b.Reason != nil {
+			reason = *b.Reason
+		}
+	}
+	return reject, reason
 }
 
 // Unsolicited is one UpdateContainers call made by the plugin on its own.

@@ -84,6 +84,21 @@ func (l *eventLog) write(e *Entry) {
 
 type rpcKey struct{}
 
+// evictTargetKey holds the *evictTarget of a request: the handler of
+// CreateContainer/UpdateContainer records the container the event is about,
+// so the interceptor can pick its per-container evictions.
+type evictTargetKey struct{}
+
+type evictTarget struct {
+	ctr *api.Container
+}
+
+func setEvictTarget(ctx context.Context, ctr *api.Container) {
+	if t, ok := ctx.Value(evictTargetKey{}).(*evictTarget); ok {
+		t.ctr = ctr
+	}
+}
+
 func rpcOf(ctx context.Context) string {
 	if v, ok := ctx.Value(rpcKey{}).(string); ok {
 		return v
@@ -96,15 +111,17 @@ func rpcOf(ctx context.Context) string {
 func (p *plugin) serverInterceptor(ctx context.Context, unmarshal ttrpc.Unmarshaler,
 	info *ttrpc.UnaryServerInfo, method ttrpc.Method) (interface{}, error) {
 	name := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
-	rpl, err := method(context.WithValue(ctx, rpcKey{}, name), unmarshal)
+	target := &evictTarget{}
+	ctx = context.WithValue(context.WithValue(ctx, rpcKey{}, name), evictTargetKey{}, target)
+	rpl, err := method(ctx, unmarshal)
 	if err != nil {
 		return rpl, err
 	}
 	switch r := rpl.(type) {
 	case *api.CreateContainerResponse:
-		r.Evict = append(r.Evict, p.cfg.Evict["CreateContainer"]...)
+		r.Evict = append(r.Evict, p.cfg.evictions("CreateContainer", target.ctr)...)
 	case *api.UpdateContainerResponse:
-		r.Evict = append(r.Evict, p.cfg.Evict["UpdateContainer"]...)
+		r.Evict = append(r.Evict, p.cfg.evictions("UpdateContainer", target.ctr)...)
 	}
 	return rpl, err
 }

@@ -118,7 +118,11 @@ func (p *plugin) enter(ctx context.Context, e *Entry) error {
 		time.Sleep(time.Duration(d) * time.Millisecond)
 	}
 	p.trigger(e.Event)
-	if msg, ok := p.cfg.Error[e.Event]; ok {
+	ctr := e.Container
+	if ctr == nil && e.Validate != nil {
+		ctr = e.Validate.Container
+	}
+	if msg, ok := p.cfg.errorFor(e.Event, ctr); ok {
 		return errors.New(msg)
 	}
 	return nil
@@ -189,7 +193,7 @@ func (p *plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, ctrs [
 	if err := p.enter(ctx, &Entry{Event: "Synchronize", Pods: pods, Containers: ctrs}); err != nil {
 		return nil, err
 	}
-	return p.cfg.Update["Synchronize"], nil
+	return p.cfg.updates("Synchronize", nil), nil
 }
 
 func (p *plugin) Shutdown(ctx context.Context) {
@@ -217,10 +221,11 @@ func (p *plugin) RemovePodSandbox(ctx context.Context, pod *api.PodSandbox) erro
 }
 
 func (p *plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	setEvictTarget(ctx, ctr)
 	if err := p.enter(ctx, &Entry{Event: "CreateContainer", Pod: pod, Container: ctr}); err != nil {
 		return nil, nil, err
 	}
-	return p.cfg.Adjust, p.cfg.Update["CreateContainer"], nil
+	return p.cfg.adjust(ctr), p.cfg.updates("CreateContainer", ctr), nil
 }
 
 func (p *plugin) PostCreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) error {
@@ -236,10 +241,11 @@ func (p *plugin) PostStartContainer(ctx context.Context, pod *api.PodSandbox, ct
 }
 
 func (p *plugin) UpdateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container, res *api.LinuxResources) ([]*api.ContainerUpdate, error) {
+	setEvictTarget(ctx, ctr)
 	if err := p.enter(ctx, &Entry{Event: "UpdateContainer", Pod: pod, Container: ctr, Resources: res}); err != nil {
 		return nil, err
 	}
-	return p.cfg.Update["UpdateContainer"], nil
+	return p.cfg.updates("UpdateContainer", ctr), nil
 }
 
 func (p *plugin) PostUpdateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) error {
@@ -250,7 +256,7 @@ func (p *plugin) StopContainer(ctx context.Context, pod *api.PodSandbox, ctr *ap
 	if err := p.enter(ctx, &Entry{Event: "StopContainer", Pod: pod, Container: ctr}); err != nil {
 		return nil, err
 	}
-	return p.cfg.Update["StopContainer"], nil
+	return p.cfg.updates("StopContainer", ctr), nil
 }
 
 func (p *plugin) RemoveContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) error {
@@ -261,8 +267,8 @@ func (p *plugin) ValidateContainerAdjustment(ctx context.Context, req *api.Valid
 	if err := p.enter(ctx, &Entry{Event: "ValidateContainerAdjustment", Validate: req}); err != nil {
 		return err
 	}
-	if p.cfg.Reject {
-		return errors.New(p.cfg.Reason)
+	if reject, reason := p.cfg.rejection(req.GetContainer()); reject {
+		return errors.New(reason)
 	}
 	return nil
 }
