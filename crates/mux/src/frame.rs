@@ -58,8 +58,18 @@ impl Header {
     }
 }
 
-/// Appends `data` to `out` as frames of at most `max_frame` payload bytes for conn `id`.
-/// Empty `data` yields one header-only frame. Returns the number of bytes appended.
+/// Appends `data` to `out` as frames for conn `id`: a first frame of at most
+/// `max_frame` payload bytes, then the rest in frames of at most
+/// [`MAX_FRAME_PAYLOAD`] bytes. Empty `data` yields one header-only frame.
+/// Returns the number of bytes appended.
+///
+/// This is the pattern Go peers produce themselves when one write carries one
+/// ttRPC message (a 4096-byte buffered writer: a first 4096-byte frame with
+/// the message header, then the remainder directly), and the one their
+/// readers rely on: the first frame fits the reader's 4096-byte buffer, and a
+/// large remainder is read straight into the message buffer. Splitting a large
+/// message into many small frames instead could overflow a Go reader's
+/// 256-frame queue (a 4 MiB message would be 1024 frames).
 ///
 /// `max_frame` must be between 1 and `u32::MAX`; callers clamp it (see
 /// [`MuxOptions`](crate::MuxOptions)).
@@ -70,15 +80,11 @@ pub(crate) fn encode_frames(
     max_frame: usize,
 ) -> usize {
     let max_frame = max_frame.clamp(1, MAX_FRAME_PAYLOAD);
-    let frames = data.len().div_ceil(max_frame).max(1);
+    let (first, rest) = data.split_at(data.len().min(max_frame));
+    let frames = 1 + rest.len().div_ceil(MAX_FRAME_PAYLOAD);
     let total = frames * HEADER_LEN + data.len();
     out.reserve(total);
-    if data.is_empty() {
-        out.put_u32(id);
-        out.put_u32(0);
-        return total;
-    }
-    for chunk in data.chunks(max_frame) {
+    for chunk in std::iter::once(first).chain(rest.chunks(MAX_FRAME_PAYLOAD)) {
         out.put_u32(id);
         // chunk.len() <= MAX_FRAME_PAYLOAD < u32::MAX, so this never saturates.
         out.put_u32(u32::try_from(chunk.len()).unwrap_or(u32::MAX));
@@ -123,7 +129,7 @@ mod tests {
     }
 
     #[test]
-    fn data_is_split_at_max_frame() {
+    fn first_frame_at_max_frame_then_the_rest() {
         let data: Vec<u8> = (0..10u8).collect();
         let mut out = BytesMut::new();
         let n = encode_frames(&mut out, 2, &data, 4);
@@ -131,12 +137,18 @@ mod tests {
         let frames = parse(&out);
         assert_eq!(
             frames,
-            vec![
-                (2, vec![0, 1, 2, 3]),
-                (2, vec![4, 5, 6, 7]),
-                (2, vec![8, 9]),
-            ]
+            vec![(2, vec![0, 1, 2, 3]), (2, vec![4, 5, 6, 7, 8, 9])]
         );
+    }
+
+    #[test]
+    fn rest_is_split_at_max_frame_payload() {
+        let data = vec![3u8; 4096 + MAX_FRAME_PAYLOAD + 5];
+        let mut out = BytesMut::new();
+        let n = encode_frames(&mut out, 1, &data, 4096);
+        assert_eq!(n, out.len());
+        let lens: Vec<usize> = parse(&out).iter().map(|(_, p)| p.len()).collect();
+        assert_eq!(lens, vec![4096, MAX_FRAME_PAYLOAD, 5]);
     }
 
     #[test]

@@ -11,9 +11,10 @@
 //! connection ids ([`PLUGIN_SERVICE_CONN`], [`RUNTIME_SERVICE_CONN`]) locally.
 //!
 //! [`Mux`] owns the trunk; [`Mux::open`] gives a [`MuxConn`], a tokio byte stream that
-//! ttRPC (or anything else) can run on. Frames written are at most
+//! ttRPC (or anything else) can run on. Each write goes out as a first frame of at most
 //! [`MuxOptions::max_write_frame`] (default [`GO_READ_BUFFER`], 4096) bytes of payload,
-//! which Go peers require; frames read may be up to [`MAX_FRAME_PAYLOAD`] bytes.
+//! which Go readers require, then the rest in one frame, as Go peers write; frames read
+//! may be up to [`MAX_FRAME_PAYLOAD`] bytes.
 //!
 //! ```
 //! use nri_mux::{Mux, MuxOptions, PLUGIN_SERVICE_CONN};

@@ -21,8 +21,9 @@ pub struct MuxOptions {
     /// the whole mux with [`MuxError::QueueOverflow`](crate::MuxError::QueueOverflow).
     /// Default 256; values below 1 are treated as 1.
     pub read_queue_len: usize,
-    /// Largest payload of a frame this side writes. Default 4096, which Go peers require;
-    /// values are clamped to `1..=MAX_FRAME_PAYLOAD`.
+    /// Largest payload of the first frame of each write; the rest of the write follows in
+    /// one frame (split only above `MAX_FRAME_PAYLOAD`). Default 4096, which Go peers
+    /// require; values are clamped to `1..=MAX_FRAME_PAYLOAD`.
     pub max_write_frame: usize,
 }
 
