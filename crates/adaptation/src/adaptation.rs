@@ -1,6 +1,7 @@
 //! [`Adaptation`]: the runtime's handle on NRI: start-up, the plugin list,
 //! the locks, and stop.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -68,6 +69,8 @@ pub(crate) struct Paths {
     pub plugin_config_path: PathBuf,
     /// `None` when external connections are disabled.
     pub socket_path: Option<PathBuf>,
+    /// Whether and how plugins launched from `plugin_path` are restarted.
+    pub restart: Option<crate::restart::RestartPolicy>,
 }
 
 #[derive(Default)]
@@ -89,7 +92,11 @@ pub(crate) struct Inner {
     /// Exclusive while a plugin is synchronized and added; shared by
     /// [`PluginSyncBlock`].
     pub sync_lock: Arc<RwLock<()>>,
+    /// Event numbering and the queues of synchronizing plugins.
+    pub backlogs: crate::backlog::Backlogs,
     state: Mutex<State>,
+    /// Restart supervisors of launched plugins.
+    restarts: crate::restart::Supervisors,
 }
 
 /// While held, no plugin is synchronized or added: a plugin is either fully
@@ -126,7 +133,9 @@ impl Adaptation {
                 lifecycle: tokio::sync::Mutex::new(()),
                 plugins: Mutex::new(Vec::new()),
                 sync_lock: Arc::new(RwLock::new(())),
+                backlogs: crate::backlog::Backlogs::default(),
                 state: Mutex::new(State::default()),
+                restarts: crate::restart::Supervisors::new(),
             }),
         }
     }
@@ -139,7 +148,14 @@ impl Adaptation {
     /// A builtin plugin that fails, a failing synchronization hook or a
     /// socket that cannot be created fail the start; a launched plugin that
     /// fails is skipped with a warning.
-    pub async fn start(&self) -> Result<(), Error> {
+    ///
+    /// Like the lifecycle calls, the returned future is boxed: it is the
+    /// size of a pointer.
+    pub fn start(&self) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        Box::pin(self.start_up())
+    }
+
+    async fn start_up(&self) -> Result<(), Error> {
         {
             let mut state = self.inner.state();
             if state.started || state.stopped {
@@ -164,13 +180,21 @@ impl Adaptation {
                 }
             }
         }
+        // With a restart policy, every launched plugin gets a supervisor.
+        let restart = self.inner.paths.restart;
+        let mut supervised = Vec::new();
         for d in discovered {
             let name = d.name();
             tracing::info!(plugin = %name, "starting pre-installed NRI plugin");
-            match crate::listener::start_launched(&self.inner.settings, d).await {
-                Ok(p) => started.push(p),
+            let keep = restart.map(|_| d.clone());
+            match crate::launch::start(&self.inner.settings, d).await {
+                Ok(l) => {
+                    started.push(l.plugin.clone());
+                    supervised.extend(keep.map(|d| (d, Some(l))));
+                }
                 Err(e) => {
                     tracing::warn!(plugin = %name, error = %e, "failed to start pre-installed NRI plugin");
+                    supervised.extend(keep.map(|d| (d, None)));
                 }
             }
         }
@@ -191,6 +215,13 @@ impl Adaptation {
             }
         }
         drop(sync_guard);
+        if let Some(policy) = restart {
+            for (d, launched) in supervised {
+                // A plugin dropped during start-up is restarted too.
+                let up = launched.filter(|l| !l.plugin.is_closed());
+                self.inner.restarts.spawn(&self.inner, policy, d, up);
+            }
+        }
 
         if let Some(path) = self.inner.paths.socket_path.clone() {
             let handle = crate::listener::listen(Arc::downgrade(&self.inner), &path)?;
@@ -249,6 +280,8 @@ impl Adaptation {
                 let _ = std::fs::remove_file(path);
             }
         }
+        // No restart after this; a plugin being restarted is killed.
+        self.inner.restarts.stop().await;
         let _lifecycle = self.inner.lifecycle.lock().await;
         let plugins = std::mem::take(&mut *self.inner.plugins());
         let tasks: Vec<_> = plugins

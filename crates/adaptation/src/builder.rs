@@ -15,6 +15,7 @@ use crate::builtin::{BuiltinPlugin, DefaultValidatorPlugin};
 use crate::metrics::{Metrics, NoMetrics};
 use crate::plugin::Settings;
 use crate::policy::{Policies, TimeoutPolicy};
+use crate::restart::RestartPolicy;
 use crate::runtime::RuntimeHooks;
 
 /// Options of an [`Adaptation`]; created by [`Adaptation::builder`].
@@ -32,6 +33,7 @@ pub struct AdaptationBuilder {
     pub(crate) default_validator: Option<DefaultValidatorConfig>,
     pub(crate) metrics: Arc<dyn Metrics>,
     pub(crate) policies: Policies,
+    pub(crate) restart: Option<RestartPolicy>,
 }
 
 impl AdaptationBuilder {
@@ -54,6 +56,7 @@ impl AdaptationBuilder {
             default_validator: None,
             metrics: Arc::new(NoMetrics),
             policies: Policies::default(),
+            restart: None,
         }
     }
 
@@ -152,6 +155,77 @@ impl AdaptationBuilder {
         self
     }
 
+    /// Restarts plugins launched from the plugin directory when they die
+    /// (their process exits or their connection is lost while NRI runs),
+    /// with exponential backoff, up to a limit: see [`RestartPolicy`]. A
+    /// restarted plugin registers, is configured and synchronized as at
+    /// start-up; a plugin that failed to start at start-up is retried the
+    /// same way. Restarts never hold up lifecycle calls; a required plugin
+    /// (see [`required_plugins`](Self::required_plugins)) that is being
+    /// restarted is missing until it is back. [`Adaptation::stop`] ends all
+    /// restarts. Default: no restart, as in the reference.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// # use nri_adaptation::{Adaptation, BoxError, RestartPolicy, RuntimeHooks, Synchronizer};
+    /// # use nri_api::{ContainerEviction, ContainerUpdate};
+    /// # struct Runtime;
+    /// # #[nri_adaptation::async_trait]
+    /// # impl RuntimeHooks for Runtime {
+    /// #     async fn synchronize(&self, s: &mut dyn Synchronizer) -> Result<(), BoxError> {
+    /// #         s.synchronize(&[], &[]).await?; Ok(())
+    /// #     }
+    /// #     async fn update_containers(&self, _: &str, u: Vec<ContainerUpdate>,
+    /// #         _: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> { Ok(u) }
+    /// # }
+    /// let nri = Adaptation::builder("demo-runtime", "1.0", Arc::new(Runtime))
+    ///     .restart_plugins(RestartPolicy {
+    ///         max_restarts: 3,
+    ///         initial_backoff: Duration::from_millis(500),
+    ///         ..RestartPolicy::default()
+    ///     })
+    ///     .build();
+    /// ```
+    ///
+    /// [`Adaptation::stop`]: crate::Adaptation::stop
+    pub fn restart_plugins(mut self, policy: RestartPolicy) -> Self {
+        self.restart = Some(policy);
+        self
+    }
+
+    /// Delivers to a connecting plugin (or a pre-installed plugin being
+    /// restarted, see [`restart_plugins`](Self::restart_plugins)) the events
+    /// of pods and containers that happen while it is being synchronized: they are queued from the
+    /// moment its synchronization starts and replayed, in order and once,
+    /// when it is done, before it sees any newer event. Events whose effect
+    /// the synchronization already showed are dropped; CreateContainer and
+    /// UpdateContainer are not replayed (the container exists already; the
+    /// plugin gets PostCreateContainer and PostUpdateContainer if it
+    /// subscribed to them). `docs/adaptation.md` describes the design.
+    /// Default off: a plugin sees only the events that start after it was
+    /// added, as in the reference, where a runtime that blocks plugin
+    /// synchronization ([`Adaptation::block_plugin_sync`]) around its
+    /// events loses none.
+    ///
+    /// [`Adaptation::block_plugin_sync`]: crate::Adaptation::block_plugin_sync
+    pub fn deliver_events_during_sync(mut self, deliver: bool) -> Self {
+        self.policies.deliver_events_during_sync = deliver;
+        self
+    }
+
+    /// Lets plugins ask for their own request timeout in their Configure
+    /// reply (the nri-rs extension field `requested_timeout_ms`), up to
+    /// `max`: a plugin's request, clamped to `max`, replaces the timeout it
+    /// would otherwise have ([`request_timeout`](Self::request_timeout) or
+    /// [`plugin_request_timeout`](Self::plugin_request_timeout)) for every
+    /// later request. Default: unset, requests are ignored, as in the
+    /// reference (which has no such field).
+    pub fn max_plugin_requested_timeout(mut self, max: Duration) -> Self {
+        self.policies.max_requested_timeout = Some(max);
+        self
+    }
+
     /// Adds builtin plugins, started in the order given.
     pub fn builtin_plugins(
         mut self,
@@ -195,6 +269,7 @@ impl AdaptationBuilder {
                 plugin_path: self.plugin_path,
                 plugin_config_path: self.plugin_config_path,
                 socket_path: (!self.disable_external_connections).then_some(self.socket_path),
+                restart: self.restart,
             },
             builtin,
         )

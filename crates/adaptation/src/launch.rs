@@ -6,6 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 
 use nri_api::plugin::{PLUGIN_IDX_ENV, PLUGIN_NAME_ENV, PLUGIN_SOCKET_ENV, PLUGIN_SOCKET_FD};
 use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
@@ -13,6 +14,9 @@ use tokio::net::UnixStream;
 
 use crate::adaptation_error::Error;
 use crate::discover::Discovered;
+use crate::plugin::remote::Remote;
+use crate::plugin::{Backend, Plugin, PluginKind, Settings};
+use crate::restart::Launched;
 
 /// The first bytes of a WebAssembly module (`\0asm`, version 1).
 const WASM_MAGIC: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
@@ -87,6 +91,27 @@ pub(crate) fn launch(plugin: &Discovered) -> Result<(UnixStream, Child), Error> 
     drop(peer);
     tracing::info!(plugin = %name, pid = child.id(), "launched plugin");
     Ok((local, child))
+}
+
+/// Launches a plugin of the plugin directory and registers and configures
+/// it. On failure its process is killed and reaped.
+pub(crate) async fn start(settings: &Arc<Settings>, d: Discovered) -> Result<Launched, Error> {
+    let (trunk, child) = launch(&d)?;
+    let pending = Remote::connect(trunk, Some((&d.idx, &d.base)), Some(child), settings)?;
+    let (remote, _, _) = pending.register(settings.registration_timeout).await?;
+    let closed = Box::pin(remote.closed());
+    let plugin = Arc::new(Plugin::new(
+        &d.idx,
+        &d.base,
+        PluginKind::Launched,
+        Backend::Remote(remote),
+        settings.clone(),
+    ));
+    if let Err(e) = plugin.configure(d.config).await {
+        plugin.stop().await;
+        return Err(e);
+    }
+    Ok(Launched { plugin, closed })
 }
 
 fn to_tokio(fd: OwnedFd) -> io::Result<UnixStream> {

@@ -63,6 +63,7 @@
 
 mod adaptation;
 mod adaptation_error;
+mod backlog;
 mod builder;
 mod builtin;
 mod discover;
@@ -76,6 +77,7 @@ pub mod owners;
 mod plugin;
 mod policy;
 mod replace;
+mod restart;
 mod runtime;
 mod validate;
 
@@ -90,7 +92,8 @@ pub use metrics::{Metrics, NoMetrics};
 pub use owners::{field_kind, FieldKind, Owners};
 pub use plugin::{PluginInfo, PluginKind};
 pub use policy::TimeoutPolicy;
-pub use runtime::{RuntimeHooks, Synchronizer};
+pub use restart::RestartPolicy;
+pub use runtime::{FailedRequests, RuntimeHooks, Synchronizer};
 
 /// The examples of the README, compiled and run as doc tests.
 #[cfg(doctest)]

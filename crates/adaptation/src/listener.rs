@@ -1,5 +1,6 @@
-//! Plugins reaching the runtime: the socket for external plugins, and the
-//! start sequence (register, configure) shared with launched plugins.
+//! Plugins reaching the runtime: the socket for external plugins and their
+//! start sequence (register, configure, synchronize). Launched plugins
+//! start in `launch`.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
@@ -10,9 +11,8 @@ use tokio::task::JoinHandle;
 
 use crate::adaptation::Inner;
 use crate::adaptation_error::Error;
-use crate::discover::Discovered;
 use crate::plugin::remote::Remote;
-use crate::plugin::{Backend, Plugin, PluginKind, Settings};
+use crate::plugin::{Backend, Plugin, PluginKind};
 use crate::runtime::Synchronizer;
 
 /// Creates the socket (removing a stale one, creating a missing parent
@@ -71,12 +71,22 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
         settings.clone(),
     ));
     tracing::info!(plugin = %plugin.name, pid, "external plugin registered");
-    plugin.configure(String::new()).await?;
+    if let Err(e) = plugin.configure(String::new()).await {
+        tracing::warn!(plugin = %plugin.name, error = %e, "failed to configure plugin");
+        return Err(e);
+    }
 
     let _sync = inner.sync_lock.clone().write_owned().await;
+    // With `deliver_events_during_sync`, events are queued from here on.
+    let backlog = if settings.policies.deliver_events_during_sync {
+        Some(inner.attach_backlog(plugin.clone()).await)
+    } else {
+        None
+    };
     let mut sync = ExternalSync {
         plugin: plugin.clone(),
         result: None,
+        backlog: backlog.clone(),
     };
     let hook = settings.hooks.synchronize(&mut sync).await;
     match (hook, sync.result) {
@@ -90,6 +100,12 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
                 tracing::warn!(plugin = %plugin.name,
                     "runtime did not synchronize the plugin; adding it anyway");
             }
+            if let Some(backlog) = backlog.clone() {
+                if !inner.is_stopped() && !plugin.is_closed() {
+                    let _ = inner.replay_and_add(backlog).await;
+                    return Ok(());
+                }
+            }
             if inner.is_stopped() {
                 plugin.close();
             } else if !plugin.is_closed() {
@@ -98,30 +114,10 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
             }
         }
     }
-    Ok(())
-}
-
-/// Launches a plugin of the plugin directory and registers and configures
-/// it. On failure its process is killed and reaped.
-pub(crate) async fn start_launched(
-    settings: &Arc<Settings>,
-    d: Discovered,
-) -> Result<Arc<Plugin>, Error> {
-    let (trunk, child) = crate::launch::launch(&d)?;
-    let pending = Remote::connect(trunk, Some((&d.idx, &d.base)), Some(child), settings)?;
-    let (remote, _, _) = pending.register(settings.registration_timeout).await?;
-    let plugin = Arc::new(Plugin::new(
-        &d.idx,
-        &d.base,
-        PluginKind::Launched,
-        Backend::Remote(remote),
-        settings.clone(),
-    ));
-    if let Err(e) = plugin.configure(d.config).await {
-        plugin.stop().await;
-        return Err(e);
+    if let Some(backlog) = &backlog {
+        inner.drop_backlog(backlog);
     }
-    Ok(plugin)
+    Ok(())
 }
 
 /// The synchronizer of one external plugin: its failure is the call's.
@@ -129,6 +125,8 @@ struct ExternalSync {
     plugin: Arc<Plugin>,
     /// Whether the last synchronization succeeded; `None` if never called.
     result: Option<bool>,
+    /// The plugin's queue of events, with `deliver_events_during_sync`.
+    backlog: Option<Arc<crate::backlog::Backlog>>,
 }
 
 #[async_trait::async_trait]
@@ -138,6 +136,9 @@ impl Synchronizer for ExternalSync {
         pods: &[nri_api::PodSandbox],
         containers: &[nri_api::Container],
     ) -> Result<Vec<nri_api::ContainerUpdate>, Error> {
+        if let Some(backlog) = &self.backlog {
+            backlog.set_snapshot(pods, containers);
+        }
         let result = self.plugin.synchronize(pods, containers).await;
         self.result = Some(result.is_ok());
         result

@@ -60,6 +60,13 @@ pub trait Metrics: Send + Sync + 'static {
         let _ = (plugin, operation, adjust, updates, evictions);
     }
 
+    /// A plugin launched from the plugin directory was restarted (see
+    /// [`RestartPolicy`](crate::RestartPolicy)): it registered and was
+    /// synchronized again.
+    fn record_plugin_restart(&self, plugin: &str) {
+        let _ = plugin;
+    }
+
     /// The number of active plugins.
     fn update_plugin_count(&self, count: usize) {
         let _ = count;

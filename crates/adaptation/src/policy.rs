@@ -21,6 +21,11 @@ use crate::adaptation_error::{Error, PluginError};
 /// always drops the plugin, and an error the plugin's handler returns
 /// always fails the call, as in the reference.
 ///
+/// Validators' ValidateContainerAdjustment calls follow it too: with
+/// `DropPlugin` a validator that times out is closed and the creation fails
+/// (the reference's behaviour); `FailCall` fails the creation and keeps the
+/// validator; `SkipCall` keeps it and ignores its verdict.
+///
 /// ```
 /// use std::time::Duration;
 /// use nri_adaptation::{Adaptation, TimeoutPolicy};
@@ -70,6 +75,12 @@ pub(crate) struct Policies {
     pub check_required: bool,
     /// A new external connection takes over the plugin with its identity.
     pub replace_same_identity: bool,
+    /// The longest request timeout a plugin may ask for in its Configure
+    /// reply; `None`: requests are ignored, as in the reference.
+    pub max_requested_timeout: Option<Duration>,
+    /// Events of plugins that are synchronizing are queued and delivered
+    /// afterwards.
+    pub deliver_events_during_sync: bool,
 }
 
 /// What to do after a failed call to one plugin.
@@ -101,6 +112,15 @@ impl Policies {
             .unwrap_or(self.timeout_policy)
     }
 
+    /// The request timeout granted to a plugin that asked for `requested_ms`
+    /// in its Configure reply: clamped to the runtime's maximum, `None` when
+    /// nothing was asked or requests are not allowed.
+    pub fn granted_timeout(&self, requested_ms: i64) -> Option<Duration> {
+        let max = self.max_requested_timeout?;
+        let ms = u64::try_from(requested_ms).ok().filter(|ms| *ms > 0)?;
+        Some(Duration::from_millis(ms).min(max))
+    }
+
     /// Decides what a fatal error (`err.is_fatal()`) of one call does, given
     /// the plugin's timeout policy and the failure policy it announced.
     pub fn on_fatal(
@@ -126,6 +146,29 @@ impl Policies {
                     fail_call: fail,
                 }
             }
+        }
+    }
+
+    /// Decides what a fatal error of a validator's ValidateContainerAdjustment
+    /// call does. The reference closes the validator and fails the creation
+    /// whatever the error, and so does [`TimeoutPolicy::DropPlugin`]; on a
+    /// timeout, `FailCall` keeps the validator and fails the creation, and
+    /// `SkipCall` keeps it and ignores its verdict. A failure policy the
+    /// validator announced does not apply (the reference ignores it here).
+    pub fn on_validator_fatal(policy: TimeoutPolicy, err: &PluginError) -> Outcome {
+        match policy {
+            TimeoutPolicy::FailCall if is_timeout(err) => Outcome {
+                drop_plugin: false,
+                fail_call: true,
+            },
+            TimeoutPolicy::SkipCall if is_timeout(err) => Outcome {
+                drop_plugin: false,
+                fail_call: false,
+            },
+            _ => Outcome {
+                drop_plugin: true,
+                fail_call: true,
+            },
         }
     }
 
@@ -247,6 +290,33 @@ mod tests {
             .insert("bar".into(), TimeoutPolicy::SkipCall);
         assert_eq!(p.timeout_policy("20-bar", "bar"), TimeoutPolicy::SkipCall);
         assert_eq!(p.timeout_policy("10-foo", "foo"), TimeoutPolicy::DropPlugin);
+    }
+
+    #[test]
+    fn validator_timeouts_follow_the_policy() {
+        let t = PluginError::Timeout;
+        let closed = PluginError::Rpc(nri_ttrpc::Error::Closed);
+        let o = Policies::on_validator_fatal(TimeoutPolicy::DropPlugin, &t);
+        assert!(o.drop_plugin && o.fail_call);
+        let o = Policies::on_validator_fatal(TimeoutPolicy::FailCall, &t);
+        assert!(!o.drop_plugin && o.fail_call);
+        let o = Policies::on_validator_fatal(TimeoutPolicy::SkipCall, &t);
+        assert!(!o.drop_plugin && !o.fail_call);
+        for policy in [TimeoutPolicy::FailCall, TimeoutPolicy::SkipCall] {
+            let o = Policies::on_validator_fatal(policy, &closed);
+            assert!(o.drop_plugin && o.fail_call);
+        }
+    }
+
+    #[test]
+    fn requested_timeouts_are_clamped_or_ignored() {
+        let mut p = Policies::default();
+        assert_eq!(p.granted_timeout(3000), None);
+        p.max_requested_timeout = Some(Duration::from_secs(2));
+        assert_eq!(p.granted_timeout(3000), Some(Duration::from_secs(2)));
+        assert_eq!(p.granted_timeout(1500), Some(Duration::from_millis(1500)));
+        assert_eq!(p.granted_timeout(0), None);
+        assert_eq!(p.granted_timeout(-5), None);
     }
 
     #[test]

@@ -21,15 +21,30 @@ impl Inner {
         }
         let old = {
             let _lifecycle = self.lifecycle.lock().await;
-            let old = self.take_plugin(|p| {
-                p.kind == PluginKind::External
-                    && p.idx == plugin.idx
-                    && p.base == plugin.base
-                    && !p.is_closed()
-            });
-            self.add_plugin(plugin.clone());
-            old
+            self.swap_in(plugin.clone())
         };
+        self.retire(&plugin, old);
+    }
+
+    /// Adds `plugin`, taking out the plugin it replaces (returned), if any.
+    /// The caller holds the lifecycle lock (or replacement is off).
+    pub(crate) fn swap_in(&self, plugin: Arc<Plugin>) -> Option<Arc<Plugin>> {
+        if !self.settings.policies.replace_same_identity {
+            self.add_plugin(plugin);
+            return None;
+        }
+        let old = self.take_plugin(|p| {
+            p.kind == PluginKind::External
+                && p.idx == plugin.idx
+                && p.base == plugin.base
+                && !p.is_closed()
+        });
+        self.add_plugin(plugin);
+        old
+    }
+
+    /// Shuts down and closes the plugin `plugin` replaced, in the background.
+    pub(crate) fn retire(&self, plugin: &Plugin, old: Option<Arc<Plugin>>) {
         if let Some(old) = old {
             tracing::info!(plugin = %plugin.name, "new connection replaces the plugin");
             tokio::spawn(async move {

@@ -1,7 +1,10 @@
 //! What the runtime provides to the adaptation: [`RuntimeHooks`].
 
 use async_trait::async_trait;
-use nri_api::{Container, ContainerEviction, ContainerUpdate, PodSandbox};
+use nri_api::{
+    Container, ContainerEviction, ContainerUpdate, PodSandbox, UpdateContainersRequest,
+    UpdateContainersResponse,
+};
 
 use crate::adaptation_error::{BoxError, Error};
 
@@ -71,10 +74,106 @@ pub trait RuntimeHooks: Send + Sync + 'static {
     /// lifecycle call is running (even from inside that call's plugin
     /// handler): it must not wait for anything a running lifecycle call
     /// holds.
+    ///
+    /// An update of a container the runtime does not know should be
+    /// returned as failed (unless it has `ignore_failure`), as containerd
+    /// does: the failed list goes back to the plugin, and the adaptation
+    /// logs each failed update with the plugin's name. Updates and
+    /// evictions without a container id never reach this hook.
     async fn update_containers(
         &self,
         plugin: &str,
         updates: Vec<ContainerUpdate>,
         evictions: Vec<ContainerEviction>,
     ) -> Result<Vec<ContainerUpdate>, BoxError>;
+
+    /// Like [`update_containers`](Self::update_containers) (which the
+    /// default implementation calls, reporting no failed eviction), and
+    /// also reports the evictions that could not be performed. The protocol
+    /// has no way to tell the plugin about those; the adaptation logs each
+    /// with the plugin's name. The adaptation calls this method, not
+    /// `update_containers`, for unsolicited requests.
+    async fn apply_plugin_requests(
+        &self,
+        plugin: &str,
+        updates: Vec<ContainerUpdate>,
+        evictions: Vec<ContainerEviction>,
+    ) -> Result<FailedRequests, BoxError> {
+        let updates = self.update_containers(plugin, updates, evictions).await?;
+        Ok(FailedRequests {
+            updates,
+            evictions: Vec::new(),
+        })
+    }
+}
+
+/// What the runtime could not do of a plugin's unsolicited request
+/// ([`RuntimeHooks::apply_plugin_requests`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FailedRequests {
+    /// Updates that failed; returned to the plugin.
+    pub updates: Vec<ContainerUpdate>,
+    /// Evictions that could not be performed; only logged.
+    pub evictions: Vec<ContainerEviction>,
+}
+
+/// Handles one unsolicited UpdateContainers request of `plugin`: updates
+/// and evictions without a container id are dropped with a warning (an
+/// update without id is reported failed unless it has `ignore_failure`, as
+/// a runtime reports an unknown container), the rest goes to the runtime,
+/// and every failure is logged with the plugin's name. The failed list is
+/// the runtime's, then the updates without id.
+pub(crate) async fn unsolicited_updates(
+    hooks: &dyn RuntimeHooks,
+    plugin: &str,
+    req: UpdateContainersRequest,
+) -> Result<UpdateContainersResponse, BoxError> {
+    if plugin.is_empty() {
+        tracing::warn!("container updates requested by a plugin that has not registered");
+    }
+    let (updates, no_id): (Vec<_>, Vec<_>) = req
+        .update
+        .into_iter()
+        .partition(|u| !u.container_id.is_empty());
+    let mut rejected = Vec::new();
+    for u in no_id {
+        tracing::warn!(
+            plugin,
+            ignore_failure = u.ignore_failure,
+            "container update without a container id is not applied"
+        );
+        if !u.ignore_failure {
+            rejected.push(u);
+        }
+    }
+    let (evictions, no_id): (Vec<_>, Vec<_>) = req
+        .evict
+        .into_iter()
+        .partition(|e| !e.container_id.is_empty());
+    for e in no_id {
+        tracing::warn!(
+            plugin,
+            reason = %e.reason,
+            "container eviction without a container id is not performed"
+        );
+    }
+
+    let failed = hooks
+        .apply_plugin_requests(plugin, updates, evictions)
+        .await
+        .inspect_err(|e| {
+            tracing::warn!(plugin, error = %e,
+                "runtime failed to apply the container updates the plugin requested");
+        })?;
+    for u in &failed.updates {
+        tracing::warn!(plugin, container = %u.container_id,
+            "runtime failed to apply the container update the plugin requested");
+    }
+    for e in &failed.evictions {
+        tracing::warn!(plugin, container = %e.container_id, reason = %e.reason,
+            "runtime failed to evict the container the plugin asked to evict");
+    }
+    let mut reply = failed.updates;
+    reply.extend(rejected);
+    Ok(UpdateContainersResponse { failed: reply })
 }

@@ -9,8 +9,10 @@ use crate::adaptation_error::{Error, PluginError};
 use crate::plugin::Plugin;
 
 /// Runs all `validators` (in plugin order) on `req` at once and waits for
-/// all. Fatal call errors close the validator. Returns the error of the
-/// first failing validator in plugin order (decision [16]).
+/// all. Fatal call errors close the validator, and a failed call fails the
+/// validation, unless the validator's [`TimeoutPolicy`](crate::TimeoutPolicy)
+/// says otherwise for a timeout. Returns the error of the first failing
+/// validator in plugin order (decision [16]).
 pub(crate) async fn validate(
     validators: Vec<Arc<Plugin>>,
     req: ValidateContainerAdjustmentRequest,
@@ -46,15 +48,30 @@ pub(crate) async fn validate(
             }),
             Ok(Some(_)) => None,
             Err(e) => {
-                if e.is_fatal() {
+                let outcome = if e.is_fatal() {
+                    p.on_validator_fatal(&e)
+                } else {
+                    crate::policy::Outcome {
+                        drop_plugin: false,
+                        fail_call: true,
+                    }
+                };
+                if outcome.drop_plugin {
                     tracing::error!(plugin = %p.name, error = %e,
                         "closing plugin, failed to handle ValidateContainerAdjustment request");
                     p.close();
                 }
-                Some(Error::ValidatorFailed {
-                    plugin: p.name.clone(),
-                    source: e,
-                })
+                if outcome.fail_call {
+                    Some(Error::ValidatorFailed {
+                        plugin: p.name.clone(),
+                        source: e,
+                    })
+                } else {
+                    tracing::warn!(plugin = %p.name, error = %e,
+                        "validator failed to handle ValidateContainerAdjustment request; \
+                         skipping its verdict");
+                    None
+                }
             }
         };
         if let Some(e) = error {

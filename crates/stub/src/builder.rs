@@ -9,6 +9,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::connect::{BoxTrunk, Connector};
 use crate::identity::IdentitySources;
+use crate::session::ConfigureExtras;
 use crate::stub::{OnClose, Stub};
 use crate::{Error, Plugin, DEFAULT_REGISTRATION_TIMEOUT};
 
@@ -42,6 +43,7 @@ pub struct StubBuilder<P> {
     registration_timeout: Duration,
     on_close: Option<OnClose>,
     failure_policy: Option<FailurePolicy>,
+    request_timeout: Option<Duration>,
 }
 
 impl<P: Plugin> StubBuilder<P> {
@@ -55,6 +57,7 @@ impl<P: Plugin> StubBuilder<P> {
             registration_timeout: DEFAULT_REGISTRATION_TIMEOUT,
             on_close: None,
             failure_policy: None,
+            request_timeout: None,
         }
     }
 
@@ -110,6 +113,15 @@ impl<P: Plugin> StubBuilder<P> {
         self
     }
 
+    /// Asks the runtime for this request timeout instead of the one it offers
+    /// (sent in the Configure reply). This is an nri-rs extension: an nri-rs
+    /// runtime that allows it grants it up to a maximum it sets; other runtimes,
+    /// including the Go reference, ignore it. Default: nothing asked.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
     /// Checks the options and makes the stub; nothing is connected yet.
     ///
     /// Fails with [`Error::NoHandlers`] when the plugin implements no event handler,
@@ -137,7 +149,10 @@ impl<P: Plugin> StubBuilder<P> {
             connector,
             self.registration_timeout,
             self.on_close,
-            self.failure_policy,
+            ConfigureExtras {
+                failure_policy: self.failure_policy,
+                requested_timeout: self.request_timeout,
+            },
         );
         tracing::info!(
             plugin = %stub.name(),

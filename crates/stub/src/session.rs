@@ -15,6 +15,22 @@ use crate::{
     DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
 };
 
+/// What the stub adds to its Configure reply besides the subscription.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ConfigureExtras {
+    /// The failure policy asked of the runtime.
+    pub failure_policy: Option<FailurePolicy>,
+    /// The request timeout asked of the runtime (an nri-rs extension).
+    pub requested_timeout: Option<Duration>,
+}
+
+impl ConfigureExtras {
+    fn requested_timeout_ms(&self) -> i64 {
+        self.requested_timeout
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
 /// State of one run of the stub: created per connection, dropped with it (so a pending
 /// split synchronization never outlives its connection).
 pub(crate) struct Session<P> {
@@ -22,7 +38,7 @@ pub(crate) struct Session<P> {
     identity: Arc<Identity>,
     implemented: EventMask,
     handle: RuntimeHandle,
-    failure_policy: Option<FailurePolicy>,
+    extras: ConfigureExtras,
     state: Mutex<State>,
     /// Receives the outcome of the first Configure.
     configured: Mutex<Option<oneshot::Sender<Result<(), Error>>>>,
@@ -58,7 +74,7 @@ impl<P: Plugin> Session<P> {
         identity: Arc<Identity>,
         implemented: EventMask,
         handle: RuntimeHandle,
-        failure_policy: Option<FailurePolicy>,
+        extras: ConfigureExtras,
         configured: oneshot::Sender<Result<(), Error>>,
         shutdown: Arc<Notify>,
     ) -> Self {
@@ -67,7 +83,7 @@ impl<P: Plugin> Session<P> {
             identity,
             implemented,
             handle,
-            failure_policy,
+            extras,
             state: Mutex::new(State::default()),
             configured: Mutex::new(Some(configured)),
             shutdown,
@@ -152,7 +168,8 @@ impl<P: Plugin> Session<P> {
                 self.report_configured(Ok(()));
                 Ok(ConfigureResponse {
                     events: events.raw(),
-                    failure_policy: self.failure_policy,
+                    failure_policy: self.extras.failure_policy,
+                    requested_timeout_ms: self.extras.requested_timeout_ms(),
                 })
             }
             Err(err) => {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nri_api::service::{runtime as runtime_method, RUNTIME_SERVICE};
-use nri_api::{Empty, EventMask, FailurePolicy, RegisterPluginRequest};
+use nri_api::{Empty, EventMask, RegisterPluginRequest};
 use nri_mux::{Mux, MuxOptions, PLUGIN_SERVICE_CONN, RUNTIME_SERVICE_CONN};
 use nri_ttrpc::{Client, Server};
 use tokio::sync::{oneshot, Notify};
@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use crate::connect::Connector;
 use crate::identity::Identity;
 use crate::server::plugin_server;
-use crate::session::Session;
+use crate::session::{ConfigureExtras, Session};
 use crate::version::PLUGIN_NRI_VERSION;
 use crate::{Error, Plugin, RuntimeHandle, StubBuilder};
 
@@ -30,7 +30,7 @@ pub(crate) struct SessionParts {
     identity: Arc<Identity>,
     implemented: EventMask,
     handle: RuntimeHandle,
-    failure_policy: Option<FailurePolicy>,
+    extras: ConfigureExtras,
     configured: oneshot::Sender<Result<(), Error>>,
     shutdown: Arc<Notify>,
 }
@@ -84,7 +84,7 @@ pub struct Stub {
     connector: Connector,
     registration_timeout: Duration,
     on_close: Option<OnClose>,
-    failure_policy: Option<FailurePolicy>,
+    extras: ConfigureExtras,
     handle: RuntimeHandle,
     running: AtomicBool,
 }
@@ -113,7 +113,7 @@ impl Stub {
         connector: Connector,
         registration_timeout: Duration,
         on_close: Option<OnClose>,
-        failure_policy: Option<FailurePolicy>,
+        extras: ConfigureExtras,
     ) -> Self {
         let make_server: ServerFactory = Box::new(move |parts: SessionParts| {
             let session = Session::new(
@@ -121,7 +121,7 @@ impl Stub {
                 parts.identity,
                 parts.implemented,
                 parts.handle,
-                parts.failure_policy,
+                parts.extras,
                 parts.configured,
                 parts.shutdown,
             );
@@ -134,7 +134,7 @@ impl Stub {
             connector,
             registration_timeout,
             on_close,
-            failure_policy,
+            extras,
             handle: RuntimeHandle::default(),
             running: AtomicBool::new(false),
         }
@@ -204,7 +204,7 @@ impl Stub {
             identity: Arc::clone(&self.identity),
             implemented: self.implemented,
             handle: self.handle.clone(),
-            failure_policy: self.failure_policy,
+            extras: self.extras,
             configured: configured_tx,
             shutdown: Arc::clone(&shutdown),
         }));

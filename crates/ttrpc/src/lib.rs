@@ -18,6 +18,12 @@
 //! connection of a multiplexer. Each message is written with a single
 //! `write_all` of header and payload, followed by a flush.
 //!
+//! The server keeps at most [`Server::max_in_flight`] requests of one
+//! connection in flight (handlers running plus replies not yet written) and
+//! stops reading the connection at that bound, so a peer that never reads
+//! its replies cannot make it queue work without limit; see the
+//! [flow control](Server#flow-control) notes and the README.
+//!
 //! Streaming RPCs and request metadata on the client side are not supported.
 //!
 //! # Example
@@ -68,5 +74,5 @@ pub use code::Code;
 pub use context::RequestContext;
 pub use error::Error;
 pub use frame::MAX_MESSAGE_LEN;
-pub use server::{BoxFuture, Handler, Server};
+pub use server::{BoxFuture, Handler, Server, DEFAULT_MAX_IN_FLIGHT};
 pub use status::Status;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use prost::Message;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{self, JoinSet};
 use tokio::time::Instant;
 
@@ -21,6 +21,13 @@ use crate::frame::{
 };
 use crate::proto;
 use crate::status::Status;
+
+/// Default of [`Server::set_max_in_flight`]: requests of one connection that
+/// may be in flight at once (handlers running plus replies not yet written).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
+
+/// Most replies written to the stream between two flushes.
+const WRITE_BATCH: usize = 64;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -50,6 +57,20 @@ pub type Handler = Arc<
 /// * streaming `data` messages and unknown message types are ignored (logged
 ///   at debug level): only unary calls are supported.
 ///
+/// # Flow control
+///
+/// Each connection has at most [`max_in_flight`](Server::max_in_flight)
+/// requests in flight: a request takes one of these slots when it is read
+/// and gives it back once its reply has been written to the stream (and
+/// flushed). While every slot is taken the server reads nothing more from
+/// that connection, so a peer that keeps sending requests but does not read
+/// the replies is held up by its own blocked writes instead of making the
+/// server queue work and replies without limit. Memory per connection is
+/// therefore bounded by `max_in_flight` requests and replies (plus the read
+/// buffer and what the transport itself buffers). Other connections are
+/// not affected. See the crate README for how this interacts with a
+/// multiplexed transport.
+///
 /// ```
 /// use std::sync::Arc;
 /// use nri_ttrpc::{Client, Code, Server, Status};
@@ -74,9 +95,19 @@ pub type Handler = Arc<
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub struct Server {
     services: HashMap<String, HashMap<String, Handler>>,
+    max_in_flight: usize,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server {
+            services: HashMap::new(),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
 }
 
 impl std::fmt::Debug for Server {
@@ -87,7 +118,10 @@ impl std::fmt::Debug for Server {
             .flat_map(|(s, ms)| ms.keys().map(move |m| format!("{s}/{m}")))
             .collect();
         methods.sort();
-        f.debug_struct("Server").field("methods", &methods).finish()
+        f.debug_struct("Server")
+            .field("methods", &methods)
+            .field("max_in_flight", &self.max_in_flight)
+            .finish()
     }
 }
 
@@ -95,6 +129,34 @@ impl Server {
     /// Creates a server with no methods.
     pub fn new() -> Self {
         Server::default()
+    }
+
+    /// Sets how many requests of one connection may be in flight at once:
+    /// handlers running plus replies not yet written. While a connection is
+    /// at this bound the server stops reading from it (see
+    /// [Flow control](Server#flow-control)). A value of 0 is treated as
+    /// one. Default [`DEFAULT_MAX_IN_FLIGHT`]. Applies to connections served
+    /// afterwards.
+    ///
+    /// ```
+    /// use nri_ttrpc::{Server, DEFAULT_MAX_IN_FLIGHT};
+    ///
+    /// let mut server = Server::new();
+    /// assert_eq!(server.max_in_flight(), DEFAULT_MAX_IN_FLIGHT);
+    /// server.set_max_in_flight(16);
+    /// assert_eq!(server.max_in_flight(), 16);
+    /// server.set_max_in_flight(0);
+    /// assert_eq!(server.max_in_flight(), 1);
+    /// ```
+    pub fn set_max_in_flight(&mut self, max: usize) -> &mut Self {
+        self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// The per-connection bound on requests in flight
+    /// ([`set_max_in_flight`](Server::set_max_in_flight)).
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight
     }
 
     /// Registers `handler` for `service`/`method`, replacing an earlier
@@ -156,23 +218,43 @@ impl Server {
     /// (e.g. a truncated message). Either way, handlers still running for
     /// this connection are cancelled and their responses dropped. Dropping
     /// the returned future stops serving the same way.
+    ///
+    /// At most [`max_in_flight`](Server::max_in_flight) requests of the
+    /// connection are in flight at once; at that bound reading pauses until
+    /// a reply has been written.
     pub async fn serve<S>(self: Arc<Self>, stream: S) -> Result<(), Error>
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
         let (rd, wr) = tokio::io::split(stream);
-        let (tx, rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        // Unbounded channel, but each reply on it holds one of the
+        // connection's slots, so it never holds more than `max_in_flight`.
+        let (tx, rx) = mpsc::unbounded_channel::<Reply>();
         let writer = AbortOnDrop(tokio::spawn(write_loop(rx, wr)));
+        let slots = Arc::new(Semaphore::new(self.max_in_flight));
         let mut conn = Connection {
             server: self,
             reader: FrameReader::new(rd),
             outbound: tx,
+            slots,
+            slot: None,
             handlers: JoinSet::new(),
             running: HashMap::new(),
             last_stream_id: 0,
+            paused: false,
         };
         conn.run(writer).await
     }
+}
+
+/// One of a connection's in-flight slots: taken before a request is read,
+/// released when its reply has been written (or when it needs no reply).
+type Slot = OwnedSemaphorePermit;
+
+/// An encoded response frame on its way to the writer, with its slot.
+struct Reply {
+    frame: Vec<u8>,
+    _slot: Slot,
 }
 
 /// Aborts a spawned task when dropped.
@@ -188,18 +270,45 @@ impl<T> Drop for AbortOnDrop<T> {
 struct Connection<R> {
     server: Arc<Server>,
     reader: FrameReader<R>,
-    outbound: mpsc::UnboundedSender<Vec<u8>>,
-    handlers: JoinSet<()>,
-    /// Stream id of each running handler task, to answer for panics.
-    running: HashMap<task::Id, u32>,
+    outbound: mpsc::UnboundedSender<Reply>,
+    /// The connection's in-flight slots.
+    slots: Arc<Semaphore>,
+    /// The slot for the next request, taken before reading it.
+    slot: Option<Slot>,
+    /// Handler tasks; each returns its encoded response frame.
+    handlers: JoinSet<Option<Vec<u8>>>,
+    /// Stream id and slot of each running handler task.
+    running: HashMap<task::Id, (u32, Slot)>,
     last_stream_id: u32,
+    /// Reading is paused for want of a slot.
+    paused: bool,
 }
 
 impl<R: AsyncRead + Unpin> Connection<R> {
     async fn run(&mut self, mut writer: AbortOnDrop<std::io::Result<()>>) -> Result<(), Error> {
         loop {
+            // A request is read only with a slot for it in hand; an unused
+            // slot (a message that needs no reply) serves the next one.
+            if self.slot.is_none() {
+                match self.slots.clone().try_acquire_owned() {
+                    Ok(slot) => self.got_slot(slot),
+                    Err(_) if !self.paused => {
+                        self.paused = true;
+                        tracing::debug!(
+                            max_in_flight = self.server.max_in_flight,
+                            "ttrpc server: too many requests in flight, reading paused"
+                        );
+                    }
+                    Err(_) => {}
+                }
+            }
             tokio::select! {
-                inbound = self.reader.next() => match inbound {
+                slot = self.slots.clone().acquire_owned(), if self.slot.is_none() => match slot {
+                    Ok(slot) => self.got_slot(slot),
+                    // The semaphore is never closed.
+                    Err(_) => return Err(Error::Closed),
+                },
+                inbound = self.reader.next(), if self.slot.is_some() => match inbound {
                     Ok(Inbound::Eof) => {
                         tracing::debug!("ttrpc server: peer closed the connection");
                         return Ok(());
@@ -214,13 +323,11 @@ impl<R: AsyncRead + Unpin> Connection<R> {
                             len = header.length,
                             "ttrpc server: oversized request discarded"
                         );
-                        self.send_status(
-                            header.stream_id,
-                            Status::new(
-                                Code::ResourceExhausted,
-                                frame::oversize_message(header.length as usize, MAX_MESSAGE_LEN),
-                            ),
+                        let status = Status::new(
+                            Code::ResourceExhausted,
+                            frame::oversize_message(header.length as usize, MAX_MESSAGE_LEN),
                         );
+                        self.answer(header.stream_id, status);
                     }
                     Ok(Inbound::Frame(header, payload)) => self.dispatch(header, payload),
                 },
@@ -242,7 +349,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
     fn dispatch(&mut self, header: FrameHeader, payload: Bytes) {
         let id = header.stream_id;
         if id % 2 != 1 {
-            self.send_status(
+            self.answer(
                 id,
                 Status::invalid_argument("StreamID must be odd for client initiated streams"),
             );
@@ -258,7 +365,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
             return;
         }
         if id <= self.last_stream_id {
-            self.send_status(
+            self.answer(
                 id,
                 Status::invalid_argument("StreamID cannot be re-used and must increment"),
             );
@@ -269,7 +376,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
         let mut request = match proto::Request::decode(payload) {
             Ok(request) => request,
             Err(e) => {
-                self.send_status(
+                self.answer(
                     id,
                     Status::invalid_argument(format!("unmarshal request error: {e}")),
                 );
@@ -279,7 +386,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
         let Some(methods) = self.server.services.get(&request.service) else {
             tracing::debug!(stream_id = id, service = %request.service, "ttrpc server: unknown service");
             let message = format!("service {}", request.service);
-            self.send_status(id, Status::unimplemented(message));
+            self.answer(id, Status::unimplemented(message));
             return;
         };
         let Some(handler) = methods.get(&request.method).cloned() else {
@@ -290,7 +397,15 @@ impl<R: AsyncRead + Unpin> Connection<R> {
                 "ttrpc server: unknown method"
             );
             let message = format!("method {}", request.method);
-            self.send_status(id, Status::unimplemented(message));
+            self.answer(id, Status::unimplemented(message));
+            return;
+        };
+        let Some(slot) = self.slot.take() else {
+            // Not reached: a request is only read with a slot in hand.
+            tracing::warn!(
+                stream_id = id,
+                "ttrpc server: request without a slot dropped"
+            );
             return;
         };
 
@@ -303,7 +418,6 @@ impl<R: AsyncRead + Unpin> Connection<R> {
         );
         let deadline = ctx.deadline;
         let payload = std::mem::take(&mut request.payload);
-        let outbound = self.outbound.clone();
         let task = self.handlers.spawn(async move {
             let call = handler(ctx, payload);
             let result = match deadline {
@@ -319,38 +433,68 @@ impl<R: AsyncRead + Unpin> Connection<R> {
                 },
                 None => call.await,
             };
-            send_response(&outbound, id, result);
+            encode_response(id, result)
         });
-        self.running.insert(task.id(), id);
+        self.running.insert(task.id(), (id, slot));
     }
 
-    fn reap(&mut self, joined: Result<(task::Id, ()), task::JoinError>) {
-        match joined {
-            Ok((task_id, ())) => {
-                self.running.remove(&task_id);
-            }
+    /// Queues the reply of a finished handler task (or `Internal` for a
+    /// panic) with the task's slot.
+    fn reap(&mut self, joined: Result<(task::Id, Option<Vec<u8>>), task::JoinError>) {
+        let (task_id, frame) = match joined {
+            Ok((task_id, frame)) => (task_id, frame),
             Err(err) => {
-                let stream_id = self.running.remove(&err.id());
-                if let (true, Some(stream_id)) = (err.is_panic(), stream_id) {
-                    tracing::warn!(stream_id, "ttrpc server: handler panicked");
-                    self.send_status(stream_id, Status::internal("ttrpc: handler panicked"));
-                }
+                let frame = match (err.is_panic(), self.running.get(&err.id())) {
+                    (true, Some(&(stream_id, _))) => {
+                        tracing::warn!(stream_id, "ttrpc server: handler panicked");
+                        encode_response(stream_id, Err(Status::internal("ttrpc: handler panicked")))
+                    }
+                    _ => None,
+                };
+                (err.id(), frame)
             }
+        };
+        let Some((stream_id, slot)) = self.running.remove(&task_id) else {
+            return;
+        };
+        if let Some(frame) = frame {
+            send_reply(&self.outbound, stream_id, frame, slot);
         }
     }
 
-    fn send_status(&self, stream_id: u32, status: Status) {
-        send_response(&self.outbound, stream_id, Err(status));
+    /// Answers the request just read with `status`, using its slot.
+    fn answer(&mut self, stream_id: u32, status: Status) {
+        let Some(slot) = self.slot.take() else {
+            // Not reached: a request is only read with a slot in hand.
+            tracing::warn!(stream_id, "ttrpc server: reply without a slot dropped");
+            return;
+        };
+        if let Some(frame) = encode_response(stream_id, Err(status)) {
+            send_reply(&self.outbound, stream_id, frame, slot);
+        }
+    }
+
+    fn got_slot(&mut self, slot: Slot) {
+        if self.paused {
+            self.paused = false;
+            tracing::debug!("ttrpc server: reading resumed");
+        }
+        self.slot = Some(slot);
     }
 }
 
-/// Encodes and queues the response for `stream_id`. A response that would
-/// exceed the size limit is replaced by a `ResourceExhausted` status.
-fn send_response(
-    outbound: &mpsc::UnboundedSender<Vec<u8>>,
-    stream_id: u32,
-    result: Result<Vec<u8>, Status>,
-) {
+/// Hands a response frame to the writer; its slot is released once written.
+fn send_reply(outbound: &mpsc::UnboundedSender<Reply>, stream_id: u32, frame: Vec<u8>, slot: Slot) {
+    let reply = Reply { frame, _slot: slot };
+    if outbound.send(reply).is_err() {
+        tracing::debug!(stream_id, "ttrpc server: connection gone, response dropped");
+    }
+}
+
+/// Encodes the response for `stream_id`. A response that would exceed the
+/// size limit is replaced by a `ResourceExhausted` status; `None` if even
+/// that cannot be encoded.
+fn encode_response(stream_id: u32, result: Result<Vec<u8>, Status>) -> Option<Vec<u8>> {
     let response = match result {
         // Go's ttRPC server leaves the status out of a successful response.
         Ok(payload) => proto::Response {
@@ -376,26 +520,32 @@ fn send_response(
                 Ok(frame) => frame,
                 Err(err) => {
                     tracing::warn!(stream_id, error = %err, "ttrpc server: cannot encode response");
-                    return;
+                    return None;
                 }
             }
         }
         Err(err) => {
             tracing::warn!(stream_id, error = %err, "ttrpc server: cannot encode response");
-            return;
+            return None;
         }
     };
-    if outbound.send(frame).is_err() {
-        tracing::debug!(stream_id, "ttrpc server: connection gone, response dropped");
-    }
+    Some(frame)
 }
 
+/// Writes replies as they come, each with one `write_all`; replies that are
+/// ready together share one flush. A reply's slot is released once the
+/// flush that covers it returns.
 async fn write_loop<W: AsyncWrite + Unpin>(
-    mut frames: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut replies: mpsc::UnboundedReceiver<Reply>,
     mut writer: W,
 ) -> std::io::Result<()> {
-    while let Some(frame) = frames.recv().await {
-        frame::write_frame(&mut writer, &frame).await?;
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    while replies.recv_many(&mut batch, WRITE_BATCH).await > 0 {
+        for reply in &batch {
+            writer.write_all(&reply.frame).await?;
+        }
+        writer.flush().await?;
+        batch.clear();
     }
     Ok(())
 }

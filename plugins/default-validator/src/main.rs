@@ -5,19 +5,15 @@
 //! forbids: OCI hook injection, seccomp policy changes, namespace and sysctl changes,
 //! missing required plugins.
 
-mod cli;
-mod config;
-mod plugin;
-
 use std::path::Path;
 use std::process::ExitCode;
 
 use nri_stub::Stub;
 use nri_validator::{DEFAULT_VALIDATOR_INDEX, DEFAULT_VALIDATOR_NAME};
 
-use crate::cli::Args;
-use crate::config::ValidatorSettings;
-use crate::plugin::Validator;
+use nri_plugin_default_validator::cli::Args;
+use nri_plugin_default_validator::config::ValidatorSettings;
+use nri_plugin_default_validator::plugin::Validator;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

@@ -1,11 +1,6 @@
 //! `nri-differ`: registers at several indices around other plugins and logs, for
 //! each pod and container event, what the plugins between two indices changed.
 
-mod chain;
-mod cli;
-mod diff;
-mod plugin;
-
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::process::ExitCode;
@@ -14,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use nri_stub::Stub;
 use tokio::task::JoinSet;
 
-use crate::chain::{parse_indices, Chain};
-use crate::cli::Args;
-use crate::plugin::{Differ, Options};
+use nri_plugin_differ::chain::{parse_indices, Chain};
+use nri_plugin_differ::cli::Args;
+use nri_plugin_differ::plugin::{Differ, Options};
 
 /// Logs to `log_file` (appending) or, if it is empty, to standard error.
 fn init_logging(verbose: bool, log_file: &str) -> std::io::Result<()> {

@@ -1,21 +1,15 @@
 //! `nri-logger`: logs the NRI requests and events it subscribes to, and can inject an
 //! annotation or environment variable into new containers.
 
-mod cli;
-mod config;
-mod events;
-mod log_sink;
-mod plugin;
-
 use std::path::Path;
 use std::process::ExitCode;
 
 use nri_stub::{EventMask, Stub};
 
-use crate::cli::Args;
-use crate::config::Config;
-use crate::log_sink::LogSink;
-use crate::plugin::Logger;
+use nri_plugin_logger::cli::Args;
+use nri_plugin_logger::config::Config;
+use nri_plugin_logger::log_sink::LogSink;
+use nri_plugin_logger::plugin::Logger;
 
 fn init_logging(verbose: bool, sink: LogSink) {
     tracing_subscriber::fmt()

@@ -2,16 +2,12 @@
 //!
 //! Every request handler is present and logs what it got; none changes anything.
 
-mod cli;
-mod events;
-mod plugin;
-
 use std::process::ExitCode;
 
 use nri_stub::{EventMask, Stub};
 
-use crate::cli::Args;
-use crate::plugin::Template;
+use nri_plugin_template::cli::Args;
+use nri_plugin_template::plugin::Template;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

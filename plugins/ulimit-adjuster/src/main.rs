@@ -2,16 +2,12 @@
 //! `ulimits.noderesource.dev/container.<name>` (or the older
 //! `ulimits.nri.containerd.io/container.<name>`).
 
-mod cli;
-mod plugin;
-mod ulimits;
-
 use std::process::ExitCode;
 
 use nri_stub::Stub;
 
-use crate::cli::Args;
-use crate::plugin::UlimitAdjuster;
+use nri_plugin_ulimit_adjuster::cli::Args;
+use nri_plugin_ulimit_adjuster::plugin::UlimitAdjuster;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

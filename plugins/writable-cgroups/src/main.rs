@@ -2,25 +2,22 @@
 //! with `writable-cgroups.noderesource.dev: "true"`, but only when the host's cgroup v2
 //! hierarchy is mounted with `nsdelegate`.
 
-mod cgroups;
-mod cli;
-mod mountinfo;
-mod plugin;
-
 use std::path::Path;
 use std::process::ExitCode;
 
 use nri_stub::Stub;
 
-use crate::cli::Args;
-use crate::plugin::WritableCgroups;
+use nri_plugin_writable_cgroups::cli::Args;
+use nri_plugin_writable_cgroups::plugin::WritableCgroups;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = Args::from_env();
     nri_plugin_util::init_logging(args.verbose);
 
-    let host_ns_delegate = match mountinfo::host_has_nsdelegate(Path::new(&args.host_mount_file)) {
+    let host_ns_delegate = match nri_plugin_writable_cgroups::mountinfo::host_has_nsdelegate(
+        Path::new(&args.host_mount_file),
+    ) {
         Ok(true) => {
             tracing::info!(
                 "host cgroup mount has 'nsdelegate' option, enabling writable cgroups support"

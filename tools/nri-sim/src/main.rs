@@ -2,21 +2,6 @@
 //! pods and containers, without a cluster, and reports what each plugin
 //! changed.
 
-mod adjust;
-mod checks;
-mod cli;
-mod diff;
-mod observe;
-mod plugins;
-mod render;
-mod report;
-mod runner;
-mod scenario;
-mod serve;
-mod spec;
-mod units;
-mod world;
-
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -27,10 +12,11 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use cli::{Cli, Color, Command, Output};
-use observe::{LogCapture, LogEvent};
-use render::Style;
-use runner::{Say, Sim};
+use nri_sim::cli::{Cli, Color, Command, Output};
+use nri_sim::observe::{self, LogCapture, LogEvent};
+use nri_sim::render::{self, Style};
+use nri_sim::runner::{Say, Sim};
+use nri_sim::{report, scenario, serve};
 
 /// Exit status: a scenario or set-up error.
 const EXIT_SETUP: u8 = 2;
@@ -155,6 +141,7 @@ fn main() -> ExitCode {
         }
         Command::Serve(args) => rt.block_on(serve::serve(
             args,
+            &cli.output,
             style,
             Style {
                 color: stderr_color,
@@ -170,7 +157,7 @@ fn style_error(st: &Style, msg: &str) -> String {
 }
 
 /// Loads the scenario at `path`, or the demo.
-pub(crate) fn load(path: Option<&Path>) -> Result<scenario::Scenario, scenario::ScenarioError> {
+fn load(path: Option<&Path>) -> Result<scenario::Scenario, scenario::ScenarioError> {
     match path {
         Some(p) => scenario::load_file(p),
         None => scenario::load_str(scenario::DEMO, "<demo>", Path::new(".")),

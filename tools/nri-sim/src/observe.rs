@@ -44,6 +44,11 @@ impl Recorder {
         self.lock().len()
     }
 
+    /// Whether no call was recorded yet.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
     /// The calls recorded from position `from` on.
     pub fn since(&self, from: usize) -> Vec<Call> {
         self.lock()

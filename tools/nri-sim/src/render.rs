@@ -141,7 +141,15 @@ pub fn step(st: &Style, s: &StepReport, out: &mut String) {
     for u in &s.updates {
         let what = match (&u.kind[..], &u.resources, &u.reason) {
             ("update", Some(r), _) => format!("update {} {}", u.container, short(r)),
-            ("eviction", _, Some(reason)) => format!("evict {} ({reason})", u.container),
+            ("eviction", _, Some(reason)) => format!(
+                "evict {} ({reason}){}",
+                u.container,
+                if u.stopped {
+                    "; the runtime stopped it"
+                } else {
+                    ""
+                }
+            ),
             _ => format!("{} {}", u.kind, u.container),
         };
         let what = match &u.error {
@@ -159,6 +167,12 @@ pub fn step(st: &Style, s: &StepReport, out: &mut String) {
             st.red(&text)
         };
         let _ = writeln!(out, "{pad}{} {text}", st.red("failure"));
+        if let Some(stderr) = &f.stderr {
+            let _ = writeln!(out, "{pad}        {} stderr (last lines):", f.plugin);
+            for l in stderr.lines() {
+                let _ = writeln!(out, "{pad}        | {l}");
+            }
+        }
     }
     for n in &s.notes {
         let _ = writeln!(out, "{pad}{} {}", st.dim("note   "), st.dim(n));
@@ -252,7 +266,15 @@ pub fn report(st: &Style, r: &Report) -> String {
         for u in &r.unsolicited {
             let what = match (&u.resources, &u.reason) {
                 (Some(res), _) => format!("update {} {}", u.container, short(res)),
-                (_, Some(reason)) => format!("evict {} ({reason})", u.container),
+                (_, Some(reason)) => format!(
+                    "evict {} ({reason}){}",
+                    u.container,
+                    if u.stopped {
+                        "; the runtime stopped it"
+                    } else {
+                        ""
+                    }
+                ),
                 _ => format!("{} {}", u.kind, u.container),
             };
             let _ = writeln!(

@@ -146,6 +146,9 @@ pub struct AppliedReport {
     pub reason: Option<String>,
     /// Why it failed.
     pub error: Option<String>,
+    /// Evictions: the runtime stopped the container afterwards
+    /// (StopContainer reached the plugins).
+    pub stopped: bool,
 }
 
 /// A failed plugin call.
@@ -163,6 +166,9 @@ pub struct PluginFailure {
     pub disconnected: bool,
     /// Whether the scenario expected it.
     pub expected: bool,
+    /// The last lines of a launched plugin's standard error, when the
+    /// plugin was found gone (its process exited or closed the connection).
+    pub stderr: Option<String>,
 }
 
 /// One `expect` check.

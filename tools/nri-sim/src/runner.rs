@@ -2,7 +2,7 @@
 //! adaptation, the scenario's plugins, the world of pods and containers),
 //! executes the steps and builds the [`Report`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +18,7 @@ use crate::plugins::launch::{self, LaunchError, PluginDirs};
 use crate::plugins::scripted::ScriptedPlugin;
 use crate::plugins::DEFAULT_INDEX;
 use crate::report::*;
+use crate::samples::{self, SampleRun};
 use crate::scenario::{Action, Scenario, Step};
 use crate::world::{Ctr, CtrState, Pod, PodState, World};
 
@@ -43,6 +44,9 @@ pub enum SetupError {
         /// The end of its standard error.
         stderr: String,
     },
+    /// A sample plugin did not start or register.
+    #[error(transparent)]
+    Sample(#[from] samples::SampleError),
     /// External plugins did not connect.
     #[error("external plugin(s) {plugins} did not connect to {} within {timeout:?}", .socket.display())]
     ExternalTimeout {
@@ -54,6 +58,9 @@ pub enum SetupError {
         timeout: Duration,
     },
 }
+
+/// How many lines of a launched plugin's standard error reports show.
+const STDERR_LINES: usize = 20;
 
 fn stderr_block(stderr: &str) -> String {
     if stderr.trim().is_empty() {
@@ -79,6 +86,19 @@ pub struct Sim {
     step_timeout: Duration,
     consumed: usize,
     steps: Vec<StepReport>,
+    /// Sample plugins to run in-process.
+    samples: Vec<SampleRun>,
+    /// The running sample plugins.
+    sample_tasks: Vec<samples::Running>,
+    /// Full names of the sample plugins.
+    sample_names: BTreeSet<String>,
+    /// The socket the runtime listens on (external and sample plugins).
+    listen: PathBuf,
+    /// Launched plugins already reported gone.
+    gone: BTreeSet<String>,
+    /// Evicted containers (ids) the runtime already stopped.
+    evict_stopped: BTreeSet<String>,
+    registration_timeout: Duration,
     /// The plugins after start-up.
     started: Vec<PluginReport>,
 }
@@ -142,6 +162,34 @@ impl Sim {
             }
         }
         let dirs = launch::prepare(&scenario)?;
+        let mut sample_runs = Vec::new();
+        for p in &scenario.plugins {
+            if let Some(sample) = &p.sample {
+                let index = p.index.clone().unwrap_or_else(|| DEFAULT_INDEX.into());
+                let bad = |message: String| samples::SampleError {
+                    sample: sample.0.clone(),
+                    name: p.name.clone(),
+                    message,
+                };
+                let args = p
+                    .args
+                    .iter()
+                    .map(|a| launch::expand(a))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(bad)?;
+                sample_runs.push(SampleRun {
+                    sample: sample.0.clone(),
+                    name: p.name.clone(),
+                    index,
+                    config: match &p.config {
+                        None => String::new(),
+                        Some(serde_json::Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                    },
+                    args,
+                });
+            }
+        }
 
         let (socket, socket_dir) = match &scenario.socket {
             Some(s) => (Some(scenario.base_dir.join(s)), None),
@@ -177,11 +225,12 @@ impl Sim {
                     .map(|d| d.path().join("nri.sock"))
                     .unwrap_or_default()
             }),
-            disable_connections: socket.is_none(),
+            disable_connections: socket.is_none() && sample_runs.is_empty(),
             registration_timeout,
             request_timeout,
             default_validator: scenario.default_validator.clone(),
         };
+        let listen = config.socket_path.clone();
         let recorder = Arc::new(Recorder::default());
         let nri = Nri::builder(config)
             .runtime(
@@ -207,6 +256,13 @@ impl Sim {
             consumed: 0,
             steps: Vec::new(),
             started: Vec::new(),
+            samples: sample_runs,
+            sample_tasks: Vec::new(),
+            sample_names: BTreeSet::new(),
+            listen,
+            gone: BTreeSet::new(),
+            evict_stopped: BTreeSet::new(),
+            registration_timeout,
         })
     }
 
@@ -220,8 +276,9 @@ impl Sim {
             .filter(|p| p.builtin.is_some())
             .count();
         say(&format!(
-            "starting NRI: {builtin} builtin plugin(s), {} launched plugin(s){}",
+            "starting NRI: {builtin} builtin plugin(s), {} launched plugin(s), {} sample plugin(s){}",
             launched.len(),
+            self.samples.len(),
             if self
                 .scenario
                 .default_validator
@@ -257,9 +314,52 @@ impl Sim {
                 return Err(SetupError::PluginStart {
                     plugin: name.clone(),
                     error,
-                    stderr: self.dirs.stderr_tail(name, 20),
+                    stderr: self.dirs.stderr_tail(name, STDERR_LINES),
                 });
             }
+        }
+        if !self.samples.is_empty() {
+            for run in &self.samples {
+                let running = samples::start(run, &self.listen)?;
+                self.sample_names.extend(running.full_names.iter().cloned());
+                self.sample_tasks.push(running);
+            }
+            let deadline = Instant::now() + self.registration_timeout;
+            loop {
+                let now: Vec<String> = self
+                    .nri
+                    .plugins()
+                    .iter()
+                    .map(|p| format!("{}-{}", p.index, p.name))
+                    .collect();
+                let late = Instant::now() >= deadline;
+                for running in &mut self.sample_tasks {
+                    let missing = running.full_names.iter().find(|n| !now.contains(n));
+                    let Some(name) = missing.cloned() else {
+                        continue;
+                    };
+                    let why = match running.ended().await {
+                        Some(e) => Some(format!("it stopped before registering: {e}")),
+                        None if late => Some(format!(
+                            "it did not register within {:?}",
+                            self.registration_timeout
+                        )),
+                        None => None,
+                    };
+                    if let Some(message) = why {
+                        return Err(SetupError::Sample(samples::SampleError {
+                            sample: running.sample.clone(),
+                            name,
+                            message,
+                        }));
+                    }
+                }
+                if self.sample_names.iter().all(|n| now.contains(n)) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            drop(self.nri.block_plugin_sync().await);
         }
         let external: Vec<String> = self
             .scenario
@@ -327,10 +427,17 @@ impl Sim {
             .into_iter()
             .map(|p| PluginReport {
                 name: format!("{}-{}", p.index, p.name),
-                kind: match p.kind {
-                    PluginKind::Builtin => "builtin",
-                    PluginKind::External => "external",
-                    PluginKind::Launched => "launched",
+                kind: if self
+                    .sample_names
+                    .contains(&format!("{}-{}", p.index, p.name))
+                {
+                    "sample"
+                } else {
+                    match p.kind {
+                        PluginKind::Builtin => "builtin",
+                        PluginKind::External => "external",
+                        PluginKind::Launched => "launched",
+                    }
                 }
                 .into(),
                 events: p.events.events().map(|e| e.pretty_name()).collect(),
@@ -422,7 +529,10 @@ impl Sim {
     }
 
     /// Stops NRI and builds the report.
-    pub async fn finish(self) -> Report {
+    pub async fn finish(mut self) -> Report {
+        // Evictions that came after the last step: stop those containers too.
+        let mut end = StepReport::default();
+        let _ = tokio::time::timeout(self.step_timeout, self.stop_evicted(&mut end)).await;
         let now: Vec<String> = self.plugins().into_iter().map(|p| p.name).collect();
         let mut plugins = self.started.clone();
         for p in &mut plugins {
@@ -433,8 +543,24 @@ impl Sim {
                 plugins.push(p);
             }
         }
+        let gone_at_end: Vec<String> = self
+            .started
+            .iter()
+            .filter(|p| p.kind == "launched" && !now.contains(&p.name))
+            .filter(|p| !self.gone.contains(&p.name))
+            .map(|p| p.name.clone())
+            .collect();
         self.nri.stop().await;
+        for t in &self.sample_tasks {
+            t.abort();
+        }
         let mut failures = Vec::new();
+        for name in &gone_at_end {
+            failures.push(format!(
+                "plugin {name} was found gone at the end of the run: its process exited or closed the connection{}",
+                stderr_block(&self.dirs.stderr_tail(name, STDERR_LINES))
+            ));
+        }
         for s in &self.steps {
             if let (Some(e), false) = (&s.error, s.passed) {
                 if !s
@@ -452,11 +578,12 @@ impl Sim {
             }
             for f in s.plugin_failures.iter().filter(|f| !f.expected) {
                 failures.push(format!(
-                    "step {} ({} {}): {}",
+                    "step {} ({} {}): {}{}",
                     s.index,
                     s.action,
                     s.target.as_deref().unwrap_or(""),
-                    describe_failure(f, self.request_timeout)
+                    describe_failure(f, self.request_timeout),
+                    f.stderr.as_deref().map(stderr_block).unwrap_or_default()
                 ));
             }
             for c in s.checks.iter().filter(|c| !c.ok) {
@@ -493,7 +620,7 @@ impl Sim {
             .world
             .unsolicited()
             .iter()
-            .map(|a| applied_report(&self.world, a))
+            .map(|a| self.applied(a))
             .collect();
         Report {
             schema: SCHEMA,
@@ -504,7 +631,7 @@ impl Sim {
                 version: self.scenario.runtime.version.clone(),
             },
             plugins,
-            steps: self.steps,
+            steps: std::mem::take(&mut self.steps),
             unsolicited,
             containers,
             checks,
@@ -538,6 +665,16 @@ impl Sim {
         let timeout = step.timeout.unwrap_or(self.step_timeout);
         let mut create_req = None;
         let outcome = tokio::time::timeout(timeout, self.act(step, &mut r, &mut create_req)).await;
+        // Containers plugins evicted (in this step or on their own before
+        // it) are stopped by the runtime: StopContainer reaches the plugins.
+        if tokio::time::timeout(timeout, self.stop_evicted(&mut r))
+            .await
+            .is_err()
+        {
+            r.notes.push(format!(
+                "stopping evicted containers timed out after {timeout:?}"
+            ));
+        }
         self.world.set_in_step(false);
         let calls = self.recorder.since(call_mark);
         match outcome {
@@ -590,7 +727,40 @@ impl Sim {
                     .any(|p| checks::plugin_matches(&c.plugin, p))
                     || (caused_step_error && expect.error.is_some()),
                 error,
+                stderr: None,
             });
+        }
+        // Launched plugins that are gone: show the end of their stderr.
+        let gone: Vec<String> = self
+            .started
+            .iter()
+            .filter(|p| p.kind == "launched" && !running.contains(&p.name))
+            .filter(|p| !self.gone.contains(&p.name))
+            .map(|p| p.name.clone())
+            .collect();
+        for name in gone {
+            self.gone.insert(name.clone());
+            let stderr = Some(self.dirs.stderr_tail(&name, STDERR_LINES));
+            if let Some(f) = r.plugin_failures.iter_mut().find(|f| f.plugin == name) {
+                f.stderr = stderr;
+                f.disconnected = true;
+            } else {
+                r.plugin_failures.push(PluginFailure {
+                    plugin: name.clone(),
+                    event: "(gone)".into(),
+                    error: format!(
+                        "was found gone at step {index} ({}): its process exited or closed the connection",
+                        step.action
+                    ),
+                    timed_out: false,
+                    disconnected: true,
+                    expected: expect
+                        .plugin_failures
+                        .iter()
+                        .any(|p| checks::plugin_matches(&name, p)),
+                    stderr,
+                });
+            }
         }
         r.calls = calls
             .iter()
@@ -628,7 +798,7 @@ impl Sim {
             .applied_since(applied_mark)
             .iter()
             .filter(|a| !a.unsolicited || !lifecycle)
-            .map(|a| applied_report(&self.world, a))
+            .map(|a| self.applied(a))
             .collect();
 
         r.checks = checks::step_checks(&expect, &r);
@@ -693,6 +863,29 @@ impl Sim {
                     .await
                     .map_err(classify)?;
             }
+            Action::UpdatePod(name) => {
+                let pod = self.pod(name)?;
+                if pod.state != PodState::Ready {
+                    return Err(runtime(format!("pod {name} is not running")));
+                }
+                let res = step.resources.as_ref().map(crate::adjust::resources);
+                let overhead = step.overhead.as_ref().map(crate::adjust::resources);
+                r.resources = res.as_ref().and_then(|x| serde_json::to_value(x).ok());
+                if let Some(o) = &overhead {
+                    r.notes.push(format!(
+                        "overhead: {}",
+                        serde_json::to_value(o).map_or_else(|_| "?".into(), |v| v.to_string())
+                    ));
+                }
+                self.nri
+                    .update_pod_sandbox(&pod.pod, overhead.as_ref(), res.as_ref())
+                    .await
+                    .map_err(classify)?;
+                self.nri
+                    .post_update_pod_sandbox(&pod.pod)
+                    .await
+                    .map_err(classify)?;
+            }
             Action::Create(name) => {
                 let (pod, ctr) = self.ctr(name)?;
                 if pod.state != PodState::Ready {
@@ -707,6 +900,7 @@ impl Sim {
                         ctr.state.as_str()
                     )));
                 }
+                self.evict_stopped.remove(&ctr.id);
                 self.world.with_ctr(name, |c| {
                     c.spec = c.base.clone();
                     c.state = CtrState::Created;
@@ -886,7 +1080,7 @@ impl Sim {
                     .get(self.consumed..got.min(target).min(all.len()))
                     .unwrap_or_default()
                     .iter()
-                    .map(|a| applied_report(&self.world, a))
+                    .map(|a| self.applied(a))
                     .collect();
                 let before = self.consumed;
                 self.consumed = got.min(target);
@@ -903,6 +1097,48 @@ impl Sim {
             Action::Sleep(d) => tokio::time::sleep(*d).await,
         }
         Ok(())
+    }
+
+    fn applied(&self, a: &crate::world::Applied) -> AppliedReport {
+        let stopped =
+            a.evicted.is_some() && a.error.is_none() && self.evict_stopped.contains(&a.container);
+        applied_report(&self.world, a, stopped)
+    }
+
+    /// Stops the containers plugins evicted that the runtime did not stop
+    /// yet: StopContainer reaches the plugins (their answers may evict more).
+    async fn stop_evicted(&mut self, r: &mut StepReport) {
+        loop {
+            let pending: Vec<Ctr> = self
+                .world
+                .ctrs()
+                .into_iter()
+                .filter(|c| c.state == CtrState::Evicted && !self.evict_stopped.contains(&c.id))
+                .collect();
+            if pending.is_empty() {
+                return;
+            }
+            for c in pending {
+                self.evict_stopped.insert(c.id.clone());
+                let Some(pod) = self.world.pod_by_id(&c.pod_id) else {
+                    continue;
+                };
+                match self.nri.stop_container(&pod.pod, &c.nri()).await {
+                    Ok(failed) => {
+                        r.notes.push(format!(
+                            "container {} was evicted ({}): the runtime stopped it (StopContainer)",
+                            c.name,
+                            c.evicted.as_deref().unwrap_or("")
+                        ));
+                        self.note_failed(r, &failed);
+                    }
+                    Err(e) => r.notes.push(format!(
+                        "container {} was evicted; stopping it failed: {e}",
+                        c.name
+                    )),
+                }
+            }
+        }
     }
 
     fn note_failed(&self, r: &mut StepReport, failed: &nri_integration::FailedUpdates) {
@@ -944,6 +1180,7 @@ fn step_event(a: &Action) -> Option<Event> {
         Action::RunPod(_) => Event::RunPodSandbox,
         Action::StopPod(_) => Event::StopPodSandbox,
         Action::RemovePod(_) => Event::RemovePodSandbox,
+        Action::UpdatePod(_) => Event::UpdatePodSandbox,
         Action::Create(_) => Event::CreateContainer,
         Action::Start(_) => Event::StartContainer,
         Action::Update(_) => Event::UpdateContainer,
@@ -981,7 +1218,7 @@ fn rejected_by(msg: &str) -> Option<String> {
     rest.split_once('"').map(|(p, _)| p.to_string())
 }
 
-fn applied_report(world: &World, a: &crate::world::Applied) -> AppliedReport {
+fn applied_report(world: &World, a: &crate::world::Applied, stopped: bool) -> AppliedReport {
     AppliedReport {
         container: world.name_of(&a.container),
         kind: if a.update.is_some() {
@@ -998,6 +1235,7 @@ fn applied_report(world: &World, a: &crate::world::Applied) -> AppliedReport {
             .and_then(|r| serde_json::to_value(r).ok()),
         reason: a.evicted.clone(),
         error: a.error.clone(),
+        stopped,
     }
 }
 
@@ -1052,7 +1290,9 @@ fn ownership(req: CreateContainerRequest, calls: &[Call]) -> Vec<ChangeReport> {
 
 /// A readable sentence about a failed plugin call.
 pub fn describe_failure(f: &PluginFailure, request_timeout: Duration) -> String {
-    if f.timed_out {
+    if f.event == "(gone)" {
+        format!("plugin {} {}", f.plugin, f.error)
+    } else if f.timed_out {
         format!(
             "plugin {} did not answer {} within the request timeout ({request_timeout:?}){}",
             f.plugin,

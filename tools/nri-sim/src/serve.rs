@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::cli::ServeArgs;
+use serde_json::{json, Value};
+
+use crate::cli::{Output, ServeArgs};
 use crate::observe::LogCapture;
 use crate::render::{self, Style};
 use crate::runner::{Say, Sim};
@@ -18,6 +20,7 @@ use crate::scenario::{Action, ResourcesSpec, Step};
 const HELP: &str = "\
 commands (pods and containers are created on the fly with default specs):
   run_pod POD                      stop_pod POD          remove_pod POD
+  update_pod POD [memory=512Mi] [cpu_shares=512] ...   (the pod's new resources)
   create CTR [pod=POD]             start CTR             stop CTR
   update CTR [memory=512Mi] [cpu_shares=512] [cpu_quota=N] [cpu_period=N] [cpuset_cpus=0-1] [pids=N]
   exit CTR [code=N]                remove CTR
@@ -63,6 +66,7 @@ fn parse_command(line: &str) -> Result<Option<Command>, String> {
         "run_pod" | "run-pod" => Action::RunPod(target()?),
         "stop_pod" | "stop-pod" => Action::StopPod(target()?),
         "remove_pod" | "remove-pod" => Action::RemovePod(target()?),
+        "update_pod" | "update-pod" => Action::UpdatePod(target()?),
         "create" => Action::Create(target()?),
         "start" => Action::Start(target()?),
         "update" => Action::Update(target()?),
@@ -87,7 +91,7 @@ fn parse_command(line: &str) -> Result<Option<Command>, String> {
     if let Some(t) = opt("timeout") {
         step.timeout = Some(crate::units::parse_duration(&t)?);
     }
-    if matches!(step.action, Action::Update(_)) {
+    if matches!(step.action, Action::Update(_) | Action::UpdatePod(_)) {
         let yaml: Vec<String> = options
             .iter()
             .filter_map(|o| o.split_once('='))
@@ -101,16 +105,72 @@ fn parse_command(line: &str) -> Result<Option<Command>, String> {
     Ok(Some(Command::Step(Box::new(step), opt("pod"))))
 }
 
-/// Runs `serve`.
+/// Where `serve` writes: the human report, or one JSON document per line.
+#[derive(Clone, Copy)]
+struct Out {
+    json: bool,
+    style: Style,
+    err_style: Style,
+}
+
+impl Out {
+    /// One JSON line (`--output json`): `{"schema", "type", ...fields}`.
+    fn emit(&self, kind: &str, fields: Value) {
+        let mut doc = json!({"schema": crate::report::SCHEMA, "type": kind});
+        if let (Some(d), Value::Object(f)) = (doc.as_object_mut(), fields) {
+            d.extend(f);
+        }
+        println!("{doc}");
+    }
+
+    /// A command's error: on standard error, or a JSON `error` line.
+    fn error(&self, msg: &str) {
+        if self.json {
+            self.emit("error", json!({"error": msg}));
+        } else {
+            eprintln!("{} {msg}", self.err_style.red("error:"));
+        }
+    }
+
+    fn step(&self, r: &crate::report::StepReport) {
+        if self.json {
+            self.emit("step", json!({"step": r}));
+        } else {
+            let mut out = String::new();
+            render::step(&self.style, r, &mut out);
+            print!("{out}");
+        }
+    }
+}
+
+/// Runs `serve`. With `output` JSON, standard output is a stream of JSON
+/// documents, one per line (see the README).
 pub async fn serve(
     args: ServeArgs,
+    output: &Output,
     style: Style,
     err_style: Style,
     capture: LogCapture,
     say: Say,
 ) -> ExitCode {
+    let out = Out {
+        json: *output == Output::Json,
+        style,
+        err_style,
+    };
+    let origin = args
+        .scenario
+        .as_ref()
+        .map_or_else(|| "<interactive>".to_string(), |p| p.display().to_string());
     let fail = |msg: String| {
-        eprintln!("{} {msg}", err_style.red(&err_style.bold("error:")));
+        if out.json {
+            out.emit(
+                "error",
+                json!({"scenario": origin, "error": msg, "passed": false}),
+            );
+        } else {
+            eprintln!("{} {msg}", err_style.red(&err_style.bold("error:")));
+        }
         ExitCode::from(2)
     };
     let mut scenario = match &args.scenario {
@@ -169,11 +229,15 @@ pub async fn serve(
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+    if out.json {
+        out.emit(
+            "ready",
+            json!({"scenario": origin, "socket": socket, "plugins": sim.plugins()}),
+        );
+    }
     for step in &steps {
         let r = sim.step(step).await;
-        let mut out = String::new();
-        render::step(&style, &r, &mut out);
-        print!("{out}");
+        out.step(&r);
     }
     if !args.no_stdin {
         let interactive = std::io::stdin().is_terminal();
@@ -199,17 +263,22 @@ pub async fn serve(
                 Ok(Some(Command::Help)) => eprintln!("{HELP}"),
                 Ok(Some(Command::Quit)) => break,
                 Ok(Some(Command::Plugins)) => {
-                    for p in sim.plugins() {
-                        println!("{} ({}) {}", p.name, p.kind, p.events.join(", "));
+                    if out.json {
+                        out.emit("plugins", json!({"plugins": sim.plugins()}));
+                    } else {
+                        for p in sim.plugins() {
+                            println!("{} ({}) {}", p.name, p.kind, p.events.join(", "));
+                        }
                     }
                 }
                 Ok(Some(Command::Spec(name))) => match sim.container_report(&name) {
+                    Some(c) if out.json => out.emit("spec", json!({"container": c})),
                     Some(c) => {
-                        let mut out = String::new();
-                        render::container(&style, &c, &mut out);
-                        print!("{out}");
+                        let mut text = String::new();
+                        render::container(&style, &c, &mut text);
+                        print!("{text}");
                     }
-                    None => eprintln!("unknown container {name:?}"),
+                    None => out.error(&format!("unknown container {name:?}")),
                 },
                 Ok(Some(Command::Step(step, pod))) => {
                     match &step.action {
@@ -220,25 +289,29 @@ pub async fn serve(
                         _ => {}
                     }
                     let r = sim.step(&step).await;
-                    let mut out = String::new();
-                    render::step(&style, &r, &mut out);
-                    print!("{out}");
+                    out.step(&r);
                 }
-                Err(e) => eprintln!("{} {e}", err_style.red("error:")),
+                Err(e) => out.error(&e),
             }
         }
     }
     let report = sim.finish().await;
-    let mut out = String::new();
-    for c in &report.containers {
-        render::container(&style, c, &mut out);
+    if out.json {
+        out.emit("report", json!({"report": report}));
+    } else {
+        let mut text = String::new();
+        for c in &report.containers {
+            render::container(&style, c, &mut text);
+        }
+        print!("{text}");
     }
-    print!("{out}");
     if report.passed {
         ExitCode::SUCCESS
     } else {
-        for f in &report.failures {
-            eprintln!("{} {f}", err_style.red("•"));
+        if !out.json {
+            for f in &report.failures {
+                eprintln!("{} {f}", err_style.red("•"));
+            }
         }
         ExitCode::FAILURE
     }

@@ -40,7 +40,7 @@ fn the_demo_runs_and_shows_the_adjusted_spec() {
     // Progress goes to stderr.
     assert!(
         run.stderr
-            .contains("plugins ready: 00-default-validator, 10-demo-annotator, 20-demo-resizer"),
+            .contains("plugins ready: 00-default-validator, 10-demo-annotator, 20-demo-resizer, 30-ulimit-adjuster"),
         "{}",
         run.stderr
     );
@@ -57,6 +57,14 @@ fn the_demo_runs_and_shows_the_adjusted_spec() {
     );
     assert_eq!(spec["linux"]["resources"]["memory"]["limit"], 256 << 20);
     assert_eq!(spec["linux"]["resources"]["cpu"]["shares"], 512);
+    // The ulimit-adjuster sample plugin ran in-process.
+    assert_eq!(spec["process"]["rlimits"][0]["type"], "RLIMIT_NOFILE");
+    assert_eq!(spec["process"]["rlimits"][0]["hard"], 4096);
+    assert!(doc["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "30-ulimit-adjuster" && p["kind"] == "sample"));
     let create = &doc["steps"][1];
     assert_eq!(create["action"], "create");
     assert_eq!(create["validation"]["verdict"], "accepted");
@@ -331,6 +339,10 @@ plugins:
       create:
         update: [{container: web, resources: {cpu_shares: 100}}]
         evict: {batch: "needs the memory"}
+  - name: watcher
+    index: "20"
+    builtin:
+      events: [StopContainer]
 pods: [{name: p}]
 containers: [{name: web}, {name: batch}, {name: db}]
 steps:
@@ -358,6 +370,111 @@ expect:
         .collect();
     assert_eq!(kinds, ["eviction", "update"]);
     assert_eq!(doc["containers"][1]["evicted"], "needs the memory");
+    assert_eq!(doc["containers"][1]["state"], "evicted");
+    // The runtime stopped the evicted container: StopContainer reached
+    // the plugins in the same step, once.
+    assert_eq!(step["updates"][0]["stopped"], true, "{step:#}");
+    assert_eq!(step["updates"][1]["stopped"], false, "{step:#}");
+    let stops: Vec<&serde_json::Value> = step["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["event"] == "StopContainer")
+        .collect();
+    assert_eq!(stops.len(), 1, "{step:#}");
+    assert_eq!(stops[0]["plugin"], "20-watcher");
+    assert!(
+        step["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("batch was evicted")),
+        "{step:#}"
+    );
+    // Removing it later does not stop it again.
+    let all_stops = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["calls"].as_array().unwrap())
+        .filter(|c| c["event"] == "StopContainer")
+        .count();
+    assert_eq!(all_stops, 1);
+
+    let (_d, human) = run_scenario(yaml, &[]);
+    assert!(
+        human
+            .stdout
+            .contains("evict batch (needs the memory); the runtime stopped it"),
+        "{}",
+        human.stdout
+    );
+}
+
+#[test]
+fn update_pod_reaches_plugins_and_is_reported() {
+    let yaml = r#"
+plugins:
+  - name: podwatch
+    index: "10"
+    builtin:
+      events: [UpdatePodSandbox, PostUpdatePodSandbox]
+  - name: other
+    index: "20"
+    builtin:
+      events: [RunPodSandbox]
+pods: [{name: p}]
+steps:
+  - run_pod: p
+  - update_pod: p
+    resources: {memory: 1Gi, cpu_shares: 2048}
+    overhead: {memory: 64Mi}
+    expect:
+      called: [podwatch]
+      not_called: [other]
+  - stop_pod: p
+  - update_pod: p
+    expect:
+      error: not running
+"#;
+    let (_d, run) = run_scenario(yaml, &["-o", "json"]);
+    assert_eq!(
+        run.code, 0,
+        "{}
+{}",
+        run.stdout, run.stderr
+    );
+    let doc = run.json();
+    let step = &doc["steps"][1];
+    assert_eq!(step["action"], "update_pod");
+    assert_eq!(step["target"], "p");
+    assert_eq!(step["ok"], true);
+    let events: Vec<&str> = step["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["UpdatePodSandbox", "PostUpdatePodSandbox"]);
+    assert_eq!(step["resources"]["memory"]["limit"]["value"], 1 << 30);
+    assert!(
+        step["notes"][0].as_str().unwrap().contains("overhead"),
+        "{step:#}"
+    );
+    assert_eq!(doc["steps"][3]["ok"], false);
+
+    let err = run_scenario(
+        "pods: [{name: p}]\nsteps:\n  - run_pod: p\n    overhead: {memory: 1Mi}\n",
+        &[],
+    )
+    .1;
+    assert_eq!(err.code, 2);
+    assert!(
+        err.stderr
+            .contains("`overhead` only applies to `update_pod` steps"),
+        "{}",
+        err.stderr
+    );
 }
 
 #[test]

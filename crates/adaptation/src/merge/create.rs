@@ -145,6 +145,13 @@ impl CreateResult {
                 reason = %eviction.reason,
                 "plugin requested eviction during CreateContainer"
             );
+            if eviction.container_id.is_empty() {
+                tracing::warn!(
+                    plugin,
+                    reason = %eviction.reason,
+                    "container eviction without a container id cannot be performed"
+                );
+            }
             self.evictions.push(eviction);
         }
         Ok(())

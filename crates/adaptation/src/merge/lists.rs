@@ -186,11 +186,38 @@ impl Merge<'_> {
             &mut self.reply.env,
         )?;
         self.warn_lost_removals("environment variable", &unmatched, &split.added);
+        self.warn_env_overrides(&split);
 
         let container = &mut self.container.env;
         container.retain(|e| !split.touches(env_name(e)));
         container.extend(split.add.iter().map(|e| format!("{}={}", e.key, e.value)));
         Ok(())
+    }
+
+    /// Logs additions that replace a variable the container already has
+    /// (set by the runtime or an earlier plugin) without removing it first:
+    /// the old value is dropped, as in the reference.
+    fn warn_env_overrides(&self, split: &Split<KeyValue>) {
+        for e in &split.add {
+            if split.removed.contains_key(&e.key) {
+                continue;
+            }
+            // Values are not logged: they may be secrets.
+            if self
+                .container
+                .env
+                .iter()
+                .any(|entry| env_name(entry) == e.key)
+            {
+                tracing::warn!(
+                    plugin = self.plugin,
+                    container = self.id,
+                    "environment variable {:?} is already set in the container; \
+                     the adjustment replaces its value",
+                    e.key
+                );
+            }
+        }
     }
 
     /// Logs removals that the runtime will never see: those that neither

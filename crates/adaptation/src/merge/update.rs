@@ -109,6 +109,13 @@ impl UpdateResult {
                 reason = %eviction.reason,
                 "plugin requested eviction during UpdateContainer"
             );
+            if eviction.container_id.is_empty() {
+                tracing::warn!(
+                    plugin,
+                    reason = %eviction.reason,
+                    "container eviction without a container id cannot be performed"
+                );
+            }
             self.evictions.push(eviction);
         }
         Ok(())

@@ -90,6 +90,13 @@ impl UpdateSet {
             linux,
             ignore_failure,
         } = update;
+        if id.is_empty() {
+            // Merged as the reference does; no runtime can apply it.
+            tracing::warn!(
+                plugin,
+                "container update without a container id cannot be applied"
+            );
+        }
 
         let is_target = match scope {
             Scope::Create { id: created } if *created == id.as_str() => {

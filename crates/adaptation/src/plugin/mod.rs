@@ -93,6 +93,9 @@ pub(crate) struct Plugin {
     pub(crate) settings: Arc<Settings>,
     /// The failure policy the plugin announced in its Configure reply.
     failure_policy: std::sync::Mutex<Option<nri_api::FailurePolicy>>,
+    /// The request timeout granted on the plugin's own request
+    /// (`AdaptationBuilder::max_plugin_requested_timeout`).
+    granted_timeout: std::sync::Mutex<Option<Duration>>,
 }
 
 impl Plugin {
@@ -116,6 +119,7 @@ impl Plugin {
             backend,
             settings,
             failure_policy: std::sync::Mutex::new(None),
+            granted_timeout: std::sync::Mutex::new(None),
         }
     }
 
@@ -142,6 +146,13 @@ impl Plugin {
     }
 
     pub(crate) fn request_timeout(&self) -> Duration {
+        let granted = *self
+            .granted_timeout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(granted) = granted {
+            return granted;
+        }
         self.settings.policies.request_timeout(
             &self.name,
             &self.base,
@@ -160,6 +171,16 @@ impl Plugin {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         crate::policy::Policies::on_fatal(policy, announced.as_ref(), err)
+    }
+
+    /// What a fatal error of a validation call does to this validator and
+    /// the creation.
+    pub(crate) fn on_validator_fatal(&self, err: &PluginError) -> crate::policy::Outcome {
+        let policy = self
+            .settings
+            .policies
+            .timeout_policy(&self.name, &self.base);
+        crate::policy::Policies::on_validator_fatal(policy, err)
     }
 
     /// Whether the plugin is closed or its connection is gone.
@@ -250,6 +271,15 @@ impl Plugin {
                 .failure_policy
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = reply.failure_policy;
+            let granted = s.policies.granted_timeout(reply.requested_timeout_ms);
+            if reply.requested_timeout_ms != 0 {
+                tracing::info!(plugin = %self.name, requested_ms = reply.requested_timeout_ms,
+                    granted = ?granted, "plugin asked for its own request timeout");
+            }
+            *self
+                .granted_timeout
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = granted;
         }
         let result = reply.map_err(Error::Configure).and_then(|reply| {
             let mask = EventMask(reply.events);

@@ -9,7 +9,7 @@ use nri_api::plugin::{check_plugin_index, check_plugin_name, qualified_name};
 use nri_api::service::{
     plugin as method, runtime as runtime_method, PLUGIN_SERVICE, RUNTIME_SERVICE,
 };
-use nri_api::{Empty, RegisterPluginRequest, UpdateContainersRequest, UpdateContainersResponse};
+use nri_api::{Empty, RegisterPluginRequest, UpdateContainersRequest};
 use nri_mux::{Mux, MuxOptions, PLUGIN_SERVICE_CONN, RUNTIME_SERVICE_CONN};
 use nri_ttrpc::{Client, Server, Status};
 use tokio::net::UnixStream;
@@ -95,6 +95,13 @@ impl Remote {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.mux.is_closed() || self.client.is_closed()
+    }
+
+    /// Resolves once the connection is closed, for whatever reason (the
+    /// plugin's process exited, or [`close`](Self::close)).
+    pub(crate) fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mux = self.mux.clone();
+        async move { mux.closed().await }
     }
 
     pub(crate) fn close(&self) {
@@ -226,7 +233,10 @@ fn runtime_service(
                     Some(tx) => {
                         let _ = tx.send(r);
                     }
-                    None => tracing::warn!("plugin registered more than once"),
+                    None => tracing::warn!(
+                        plugin = %name.get().map(String::as_str).unwrap_or(&req.plugin_name),
+                        "plugin registered more than once; the registration is ignored"
+                    ),
                 };
                 let mut identity = (req.plugin_idx.clone(), req.plugin_name.clone());
                 if external {
@@ -270,13 +280,9 @@ fn runtime_service(
                 let plugin = name.get().cloned().unwrap_or_default();
                 tracing::info!(plugin = %plugin, updates = req.update.len(),
                     evictions = req.evict.len(), "plugin requested container updates");
-                match hooks
-                    .update_containers(&plugin, req.update, req.evict)
+                crate::runtime::unsolicited_updates(hooks.as_ref(), &plugin, req)
                     .await
-                {
-                    Ok(failed) => Ok(UpdateContainersResponse { failed }),
-                    Err(e) => Err(Status::unknown(e.to_string())),
-                }
+                    .map_err(|e| Status::unknown(e.to_string()))
             }
         },
     );

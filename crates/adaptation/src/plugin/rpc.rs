@@ -6,6 +6,7 @@ use nri_api::*;
 use nri_ttrpc::BoxFuture;
 
 use crate::adaptation_error::BoxError;
+use crate::backlog::Queued;
 use crate::builtin::BuiltinPlugin;
 
 /// An event request sent to plugins.
@@ -21,6 +22,10 @@ pub(crate) trait Rpc: prost::Message + Send + Sync + 'static {
 
     /// The StateChange form of the request (only for `LEGACY` events).
     fn state_change(&self) -> StateChangeEvent;
+
+    /// The event as queued for plugins that are synchronizing; `None` for
+    /// requests that are never queued.
+    fn queued(&self) -> Option<Queued>;
 
     /// Calls the matching handler of a builtin plugin.
     fn builtin<'a>(
@@ -39,6 +44,10 @@ macro_rules! rpc {
 
             fn state_change(&self) -> StateChangeEvent {
                 rpc!(@state self, $event, $legacy)
+            }
+
+            fn queued(&self) -> Option<Queued> {
+                Some(Queued::$event(self.clone()))
             }
 
             fn builtin<'a>(
@@ -100,6 +109,11 @@ impl Rpc for ValidateContainerAdjustmentRequest {
             event: Event::ValidateContainerAdjustment as i32,
             ..Default::default()
         }
+    }
+
+    /// Validation belongs to its CreateContainer call.
+    fn queued(&self) -> Option<Queued> {
+        None
     }
 
     /// A builtin validator's error rejects the adjustment, with the error

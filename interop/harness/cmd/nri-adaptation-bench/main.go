@@ -1,25 +1,44 @@
 // Command nri-adaptation-bench measures the official Go runtime adaptation
 // (pkg/adaptation) with external plugin processes connected to its socket.
 //
-//	nri-adaptation-bench -plugin BIN [-plugins 1] [-n 5000] [-warmup 500] [-registrations 10]
+//	nri-adaptation-bench -plugin BIN [-mode create] [-plugins 1] [-n 5000] [-warmup 500] [-registrations 10]
+//	nri-adaptation-bench -plugin BIN -mode lifecycle [-plugins 8] [-n 1000] [-warmup 100]
+//	nri-adaptation-bench -plugin BIN -mode sync [-containers 1000] [-rounds 5]
 //
 // BIN is a plugin with the command line and configuration of nri-ref-plugin
-// (nri-ref-plugin itself or nri-rs-test-plugin). The program
+// (nri-ref-plugin itself, nri-rs-test-plugin, or one of the minimal
+// plugins nri-min-plugin and nri-rs-min-plugin, which ignore the
+// configuration and answer CreateContainer with one annotation). The Rust
+// program nri-rs-adaptation-bench takes the same flags and prints the same
+// document for our adaptation.
+//
+// Mode create:
 //
 //  1. registers -registrations plugins one at a time (each is started,
 //     timed until its Synchronize has completed, then killed);
 //  2. starts -plugins plugins, each subscribed to CreateContainer only and
 //     answering with one annotation and one environment variable of its own;
 //     once every plugin's adjustment shows in a CreateContainer reply it
-//     reads their resident memory (VmRSS);
-//  3. times -n CreateContainer calls (after -warmup unmeasured ones).
+//     reads their resident memory (VmRSS) and its own;
+//  3. times -n CreateContainer calls (after -warmup unmeasured ones), then
+//     reads its own VmRSS again.
 //
-// It prints one JSON document:
+// Mode lifecycle: -plugins plugins subscribed to CreateContainer,
+// StartContainer, StopContainer and RemoveContainer; -n container
+// lifecycles (create, start, stop, remove) one after the other, timed one
+// by one and as a whole.
+//
+// Mode sync: a table of -containers containers (ten per pod, each with four
+// 1 KiB annotations) is offered to -rounds plugins started one at a time;
+// each Synchronize (split into messages of at most 4 MiB) is timed inside
+// the runtime's sync callback, and from the plugin's process start.
+//
+// It prints one JSON document, e.g. for mode create:
 //
 //	{"create": {"median_us": 120.5, "p99_us": 300.1},
 //	 "registration": {"median_us": 9000, "p99_us": 12000},
-//	 "plugin_rss_kib": [9876], "plugins": 1, "iterations": 5000,
-//	 "gomaxprocs": 2, "go_version": "go1.26.8"}
+//	 "plugin_rss_kib": [9876], "runtime_rss_kib": 12000, "runtime_rss_after_kib": 12500,
+//	 "plugins": 1, "iterations": 5000, "gomaxprocs": 2, "go_version": "go1.26.8"}
 package main
 
 import (
@@ -40,6 +59,7 @@ import (
 
 	"github.com/containerd/nri/pkg/adaptation"
 	"github.com/containerd/nri/pkg/api"
+	"google.golang.org/protobuf/proto"
 )
 
 // Latency is the summary of one measurement.
@@ -48,15 +68,27 @@ type Latency struct {
 	P99Us    float64 `json:"p99_us"`
 }
 
-// Report is the output document.
+// Report is the output document; fields of other modes are left out.
 type Report struct {
-	Create       Latency `json:"create"`
-	Registration Latency `json:"registration"`
-	PluginRSSKiB []int   `json:"plugin_rss_kib"`
-	Plugins      int     `json:"plugins"`
-	Iterations   int     `json:"iterations"`
-	GoMaxProcs   int     `json:"gomaxprocs"`
-	GoVersion    string  `json:"go_version"`
+	Mode               string   `json:"mode"`
+	Create             *Latency `json:"create,omitempty"`
+	Registration       *Latency `json:"registration,omitempty"`
+	PluginRSSKiB       []int    `json:"plugin_rss_kib,omitempty"`
+	PluginAnonKiB      []int    `json:"plugin_anon_kib,omitempty"`
+	RuntimeAnonKiB     int      `json:"runtime_anon_kib,omitempty"`
+	RuntimeRSSKiB      int      `json:"runtime_rss_kib,omitempty"`
+	RuntimeRSSAfterKiB int      `json:"runtime_rss_after_kib,omitempty"`
+	Lifecycle          *Latency `json:"lifecycle,omitempty"`
+	LifecyclesPerS     float64  `json:"lifecycles_per_s,omitempty"`
+	Sync               *Latency `json:"sync,omitempty"`
+	SyncFromStart      *Latency `json:"sync_from_start,omitempty"`
+	Containers         int      `json:"containers,omitempty"`
+	Pods               int      `json:"pods,omitempty"`
+	SyncBytes          int      `json:"sync_bytes,omitempty"`
+	Plugins            int      `json:"plugins"`
+	Iterations         int      `json:"iterations"`
+	GoMaxProcs         int      `json:"gomaxprocs"`
+	GoVersion          string   `json:"go_version"`
 }
 
 // pluginConfig is the nri-ref-plugin configuration the bench writes.
@@ -70,42 +102,70 @@ type bench struct {
 	socket   string
 	plugin   string
 	nri      *adaptation.Adaptation
-	syncDone chan time.Time
+	syncDone chan syncTimes
+	pods     []*api.PodSandbox
+	ctrs     []*api.Container
+}
+
+// syncTimes is one completed Synchronize: its start and end in the sync
+// callback.
+type syncTimes struct {
+	start, end time.Time
 }
 
 func main() {
 	plugin := flag.String("plugin", "", "plugin binary (nri-ref-plugin command line)")
-	plugins := flag.Int("plugins", 1, "subscribed plugins during the CreateContainer measurement")
-	n := flag.Int("n", 5000, "measured CreateContainer calls")
-	warmup := flag.Int("warmup", 500, "CreateContainer calls before measuring")
+	mode := flag.String("mode", "create", "create, lifecycle or sync")
+	plugins := flag.Int("plugins", 1, "subscribed plugins during the measurement")
+	n := flag.Int("n", 5000, "measured calls (create) or lifecycles (lifecycle)")
+	warmup := flag.Int("warmup", 500, "calls or lifecycles before measuring")
 	registrations := flag.Int("registrations", 10, "plugins registered one at a time and timed")
+	containers := flag.Int("containers", 1000, "containers in the table (sync)")
+	rounds := flag.Int("rounds", 5, "plugins synchronized one at a time (sync)")
 	flag.Parse()
-	if *plugin == "" || *plugins < 1 || *plugins > 90 || *n < 1 || *warmup < 0 || *registrations < 0 {
-		fmt.Fprintln(os.Stderr, "nri-adaptation-bench: need -plugin; -plugins in 1..90, -n positive, -warmup and -registrations not negative")
+	if *plugin == "" || *plugins < 1 || *plugins > 40 || *n < 1 || *warmup < 0 || *registrations < 0 ||
+		*containers < 10 || *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "nri-adaptation-bench: need -plugin; -plugins in 1..40, -n, -rounds positive, -containers at least 10, -warmup and -registrations not negative")
 		os.Exit(2)
 	}
-	if err := run(*plugin, *plugins, *n, *warmup, *registrations); err != nil {
+	var err error
+	switch *mode {
+	case "create":
+		err = run(*plugin, *plugins, *n, *warmup, *registrations)
+	case "lifecycle":
+		err = runLifecycle(*plugin, *plugins, *n, *warmup)
+	case "sync":
+		err = runSync(*plugin, *containers, *rounds)
+	default:
+		fmt.Fprintln(os.Stderr, "nri-adaptation-bench: unknown -mode", *mode)
+		os.Exit(2)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "nri-adaptation-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(plugin string, plugins, n, warmup, registrations int) error {
+// start creates and starts the adaptation in a fresh directory; the
+// returned function stops it and removes the directory.
+func start(plugin string, pods []*api.PodSandbox, ctrs []*api.Container) (*bench, func(), error) {
 	dir, err := os.MkdirTemp("", "nri-adaptation-bench-")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(dir)
 	for _, sub := range []string{"plugins", "conf"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			return err
+			os.RemoveAll(dir)
+			return nil, nil, err
 		}
 	}
 	b := &bench{
 		dir:      dir,
 		socket:   filepath.Join(dir, "nri.sock"),
 		plugin:   plugin,
-		syncDone: make(chan time.Time, 128),
+		syncDone: make(chan syncTimes, 128),
+		pods:     pods,
+		ctrs:     ctrs,
 	}
 	b.nri, err = adaptation.New("nri-adaptation-bench", "v0.0.0", b.syncFn, b.updateFn,
 		adaptation.WithPluginPath(filepath.Join(dir, "plugins")),
@@ -113,44 +173,79 @@ func run(plugin string, plugins, n, warmup, registrations int) error {
 		adaptation.WithSocketPath(b.socket),
 	)
 	if err != nil {
-		return fmt.Errorf("create adaptation: %w", err)
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("create adaptation: %w", err)
 	}
 	if err := b.nri.Start(); err != nil {
-		return fmt.Errorf("start adaptation: %w", err)
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("start adaptation: %w", err)
 	}
-	defer b.nri.Stop()
 	// Start synchronizes the (absent) pre-installed plugins once.
 	drain(b.syncDone)
+	return b, func() {
+		b.nri.Stop()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// startPlugins starts plugins 0..count-1 with their configurations and
+// waits until every one's annotation shows in a CreateContainer reply.
+func (b *bench) startPlugins(count int, config func(int) pluginConfig) ([]*exec.Cmd, error) {
+	procs := make([]*exec.Cmd, 0, count)
+	for i := 0; i < count; i++ {
+		p, err := b.spawn(i, fmt.Sprintf("bench%d", i), config(i))
+		if err != nil {
+			stopAll(procs)
+			return nil, err
+		}
+		procs = append(procs, p)
+	}
+	if err := b.waitAdjusted(count, 30*time.Second); err != nil {
+		stopAll(procs)
+		return nil, err
+	}
+	return procs, nil
+}
+
+func run(plugin string, plugins, n, warmup, registrations int) error {
+	b, done, err := start(plugin, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
 
 	reg, err := b.registrations(registrations)
 	if err != nil {
 		return err
 	}
 
-	procs := make([]*exec.Cmd, 0, plugins)
-	defer func() {
-		for _, p := range procs {
-			stop(p)
-		}
-	}()
-	for i := 0; i < plugins; i++ {
-		p, err := b.spawn(i, fmt.Sprintf("bench%d", i), benchConfig(i))
-		if err != nil {
-			return err
-		}
-		procs = append(procs, p)
-	}
-	if err := b.waitAdjusted(plugins, 30*time.Second); err != nil {
+	procs, err := b.startPlugins(plugins, benchConfig)
+	if err != nil {
 		return err
 	}
+	defer stopAll(procs)
 	time.Sleep(200 * time.Millisecond)
 	rss := make([]int, 0, plugins)
+	anon := make([]int, 0, plugins)
 	for _, p := range procs {
 		kib, err := vmRSS(p.Process.Pid)
 		if err != nil {
 			return err
 		}
 		rss = append(rss, kib)
+		kib, err = statusKiB(p.Process.Pid, "RssAnon:")
+		if err != nil {
+			return err
+		}
+		anon = append(anon, kib)
+	}
+	runtimeRSS, err := vmRSS(os.Getpid())
+	if err != nil {
+		return err
+	}
+	runtimeAnon, err := statusKiB(os.Getpid(), "RssAnon:")
+	if err != nil {
+		return err
 	}
 
 	samples := make([]time.Duration, 0, n)
@@ -170,24 +265,176 @@ func run(plugin string, plugins, n, warmup, registrations int) error {
 		}
 	}
 
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(Report{
-		Create:       summarize(samples),
-		Registration: summarize(reg),
-		PluginRSSKiB: rss,
-		Plugins:      plugins,
-		Iterations:   n,
-		GoMaxProcs:   runtime.GOMAXPROCS(0),
-		GoVersion:    runtime.Version(),
+	runtimeAfter, err := vmRSS(os.Getpid())
+	if err != nil {
+		return err
+	}
+	create, registration := summarize(samples), summarize(reg)
+	return emit(Report{
+		Mode:               "create",
+		Create:             &create,
+		Registration:       &registration,
+		PluginRSSKiB:       rss,
+		PluginAnonKiB:      anon,
+		RuntimeRSSKiB:      runtimeRSS,
+		RuntimeAnonKiB:     runtimeAnon,
+		RuntimeRSSAfterKiB: runtimeAfter,
+		Plugins:            plugins,
+		Iterations:         n,
 	})
 }
 
-// syncFn hands the plugin an empty table and reports when it is done.
+// runLifecycle times container lifecycles through plugins subscribed to
+// the four container events.
+func runLifecycle(plugin string, plugins, n, warmup int) error {
+	b, done, err := start(plugin, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	procs, err := b.startPlugins(plugins, lifecycleConfig)
+	if err != nil {
+		return err
+	}
+	defer stopAll(procs)
+
+	ctx := context.Background()
+	samples := make([]time.Duration, 0, n)
+	var began time.Time
+	for i := 0; i < warmup+n; i++ {
+		if i == warmup {
+			began = time.Now()
+		}
+		req := createRequest(i)
+		pod, ctr := req.Pod, req.Container
+		start := time.Now()
+		rsp, err := b.nri.CreateContainer(ctx, req)
+		if err != nil {
+			return fmt.Errorf("CreateContainer %d: %w", i, err)
+		}
+		if got := len(rsp.GetAdjust().GetAnnotations()); got != plugins {
+			return fmt.Errorf("CreateContainer %d: %d annotations, want %d", i, got, plugins)
+		}
+		ctr.State = api.ContainerState_CONTAINER_RUNNING
+		if err := b.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: pod, Container: ctr}); err != nil {
+			return fmt.Errorf("StartContainer %d: %w", i, err)
+		}
+		ctr.State = api.ContainerState_CONTAINER_STOPPED
+		if _, err := b.nri.StopContainer(ctx, &api.StopContainerRequest{Pod: pod, Container: ctr}); err != nil {
+			return fmt.Errorf("StopContainer %d: %w", i, err)
+		}
+		if err := b.nri.RemoveContainer(ctx, &api.RemoveContainerRequest{Pod: pod, Container: ctr}); err != nil {
+			return fmt.Errorf("RemoveContainer %d: %w", i, err)
+		}
+		if i >= warmup {
+			samples = append(samples, time.Since(start))
+		}
+	}
+	total := time.Since(began)
+	lifecycle := summarize(samples)
+	return emit(Report{
+		Mode:           "lifecycle",
+		Lifecycle:      &lifecycle,
+		LifecyclesPerS: float64(n) / total.Seconds(),
+		Plugins:        plugins,
+		Iterations:     n,
+	})
+}
+
+// runSync times Synchronize of a large table, one plugin at a time.
+func runSync(plugin string, containers, rounds int) error {
+	pods, ctrs := syncTable(containers)
+	size := 0
+	for _, p := range pods {
+		size += proto.Size(p)
+	}
+	for _, c := range ctrs {
+		size += proto.Size(c)
+	}
+	// The whole split Synchronize must fit in one request timeout.
+	adaptation.SetPluginRequestTimeout(120 * time.Second)
+	b, done, err := start(plugin, pods, ctrs)
+	if err != nil {
+		return err
+	}
+	defer done()
+
+	inside := make([]time.Duration, 0, rounds)
+	fromStart := make([]time.Duration, 0, rounds)
+	for i := 0; i < rounds; i++ {
+		began := time.Now()
+		p, err := b.spawn(50+i%10, fmt.Sprintf("sync%d", i), pluginConfig{Events: []string{"CreateContainer"}})
+		if err != nil {
+			return err
+		}
+		select {
+		case t := <-b.syncDone:
+			inside = append(inside, t.end.Sub(t.start))
+			fromStart = append(fromStart, t.end.Sub(began))
+		case <-time.After(180 * time.Second):
+			stop(p)
+			return fmt.Errorf("sync %d: plugin not synchronized within 180s", i)
+		}
+		stop(p)
+		time.Sleep(50 * time.Millisecond)
+	}
+	syncLat, fromStartLat := summarize(inside), summarize(fromStart)
+	return emit(Report{
+		Mode:          "sync",
+		Sync:          &syncLat,
+		SyncFromStart: &fromStartLat,
+		Containers:    containers,
+		Pods:          len(pods),
+		SyncBytes:     size,
+		Plugins:       1,
+		Iterations:    rounds,
+	})
+}
+
+// syncTable is the table of the sync mode: ten containers per pod, each
+// with four annotations of 1 KiB. The Rust program builds the same one.
+func syncTable(containers int) ([]*api.PodSandbox, []*api.Container) {
+	pods := make([]*api.PodSandbox, 0, containers/10)
+	for p := 0; p < containers/10; p++ {
+		id := fmt.Sprintf("pod%d", p)
+		pods = append(pods, &api.PodSandbox{
+			Id: id, Name: id, Uid: fmt.Sprintf("uid%d", p), Namespace: "default",
+		})
+	}
+	ctrs := make([]*api.Container, 0, containers)
+	for c := 0; c < containers; c++ {
+		id := fmt.Sprintf("ctr%d", c)
+		annotations := make(map[string]string, 4)
+		for k := 0; k < 4; k++ {
+			annotations[fmt.Sprintf("bench.nri.io/blob-%d", k)] = strings.Repeat(string(rune('a'+k)), 1024)
+		}
+		ctrs = append(ctrs, &api.Container{
+			Id:           id,
+			PodSandboxId: fmt.Sprintf("pod%d", c/10),
+			Name:         id,
+			State:        api.ContainerState_CONTAINER_RUNNING,
+			Args:         []string{"sleep", "3600"},
+			Env:          []string{"PATH=/usr/bin:/bin"},
+			Annotations:  annotations,
+		})
+	}
+	return pods, ctrs
+}
+
+func emit(r Report) error {
+	r.GoMaxProcs = runtime.GOMAXPROCS(0)
+	r.GoVersion = runtime.Version()
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// syncFn hands the plugin the table and reports when it is done.
 func (b *bench) syncFn(ctx context.Context, cb adaptation.SyncCB) error {
-	_, err := cb(ctx, nil, nil)
+	start := time.Now()
+	_, err := cb(ctx, b.pods, b.ctrs)
 	if err == nil {
-		b.syncDone <- time.Now()
+		b.syncDone <- syncTimes{start: start, end: time.Now()}
 	}
 	return err
 }
@@ -208,7 +455,7 @@ func (b *bench) registrations(count int) ([]time.Duration, error) {
 		}
 		select {
 		case done := <-b.syncDone:
-			samples = append(samples, done.Sub(start))
+			samples = append(samples, done.end.Sub(start))
 		case <-time.After(30 * time.Second):
 			stop(p)
 			return nil, fmt.Errorf("registration %d: plugin not synchronized within 30s", i)
@@ -259,7 +506,13 @@ func stop(p *exec.Cmd) {
 	_ = p.Wait()
 }
 
-func drain(ch chan time.Time) {
+func stopAll(procs []*exec.Cmd) {
+	for _, p := range procs {
+		stop(p)
+	}
+}
+
+func drain(ch chan syncTimes) {
 	for {
 		select {
 		case <-ch:
@@ -280,6 +533,13 @@ func benchConfig(i int) pluginConfig {
 	}
 }
 
+// lifecycleConfig is plugin i's configuration in mode lifecycle.
+func lifecycleConfig(i int) pluginConfig {
+	cfg := benchConfig(i)
+	cfg.Events = []string{"CreateContainer", "StartContainer", "StopContainer", "RemoveContainer"}
+	return cfg
+}
+
 // createRequest is the request of call i; the Rust bench sends the same.
 func createRequest(i int) *api.CreateContainerRequest {
 	id := fmt.Sprintf("ctr%d", i)
@@ -298,6 +558,11 @@ func createRequest(i int) *api.CreateContainerRequest {
 
 // vmRSS reads the resident set size of a process, in KiB.
 func vmRSS(pid int) (int, error) {
+	return statusKiB(pid, "VmRSS:")
+}
+
+// statusKiB reads one size (in KiB) of /proc/<pid>/status, e.g. "RssAnon:".
+func statusKiB(pid int, field string) (int, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -305,14 +570,14 @@ func vmRSS(pid int) (int, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
 			fields := strings.Fields(rest)
 			if len(fields) > 0 {
 				return strconv.Atoi(fields[0])
 			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // summarize returns the median and 99th percentile (nearest rank).

@@ -62,6 +62,13 @@ pub fn load_str(text: &str, origin: &str, base_dir: &Path) -> Result<Scenario, S
     } else {
         serde_norway::from_str(text).map_err(|e| syntax_error(origin, &e))?
     };
+    for p in &mut scenario.plugins {
+        if p.name.is_empty() {
+            if let Some(sample) = &p.sample {
+                p.name = sample.0.clone();
+            }
+        }
+    }
     scenario.base_dir = base_dir.to_path_buf();
     scenario.origin = origin.to_string();
     check(&scenario).map_err(|message| ScenarioError::Invalid {
@@ -90,19 +97,28 @@ fn check(s: &Scenario) -> Result<(), String> {
     let mut plugin_names = BTreeSet::new();
     for (i, p) in s.plugins.iter().enumerate() {
         let at = format!("plugins[{i}] ({})", p.name);
+        if p.name.is_empty() {
+            return Err(format!("plugins[{i}]: `name` is missing"));
+        }
         nri_api::plugin::check_plugin_name(&p.name).map_err(|e| format!("{at}: {e}"))?;
         if let Some(idx) = &p.index {
             nri_api::plugin::check_plugin_index(idx)
                 .map_err(|e| format!("{at}: index {idx:?}: {e}"))?;
         }
-        let kinds = [p.builtin.is_some(), p.command.is_some(), p.external]
-            .iter()
-            .filter(|k| **k)
-            .count();
+        let kinds = [
+            p.builtin.is_some(),
+            p.command.is_some(),
+            p.sample.is_some(),
+            p.external,
+        ]
+        .iter()
+        .filter(|k| **k)
+        .count();
         if kinds != 1 {
             return Err(format!(
                 "{at}: a plugin needs exactly one of `builtin:` (declared in the scenario), \
-                 `command:` (a program to launch) or `external: true` (connects to `socket`)"
+                 `command:` (a program to launch), `sample:` (a sample plugin of plugins/, \
+                 run in-process) or `external: true` (connects to `socket`)"
             ));
         }
         if p.external && s.socket.is_none() {
@@ -115,9 +131,17 @@ fn check(s: &Scenario) -> Result<(), String> {
                 return Err(format!("{at}: `command` is empty"));
             }
         }
-        if p.command.is_none() && (p.config.is_some() || !p.env.is_empty()) {
+        if p.command.is_none() && !p.env.is_empty() {
+            return Err(format!("{at}: `env` applies to `command` plugins only"));
+        }
+        if p.command.is_none() && p.sample.is_none() && p.config.is_some() {
             return Err(format!(
-                "{at}: `config` and `env` apply to `command` plugins only"
+                "{at}: `config` applies to `command` and `sample` plugins only"
+            ));
+        }
+        if p.sample.is_none() && !p.args.is_empty() {
+            return Err(format!(
+                "{at}: `args` applies to `sample` plugins only (put a program's arguments in `command`)"
             ));
         }
         if let Some(b) = &p.builtin {

@@ -9,11 +9,10 @@ mod step;
 pub use expect::StepExpect;
 pub use load::{load_file, load_str, ScenarioError};
 pub use model::{
-    AdjustSpec, BuiltinSpec, ContainerSpec, HandlerSpec, HookSpec, HooksSpec, PodSpec,
-    ResourcesSpec, Scenario,
+    AdjustSpec, BuiltinSpec, ContainerSpec, HandlerSpec, HookSpec, HooksSpec, MountSpec,
+    PluginSpec, PodSpec, ResourcesSpec, RlimitSpec, RuntimeSpec, SampleName, Scenario,
+    TimeoutsSpec, UpdateSpec, ValidateSpec,
 };
-#[cfg(test)]
-pub use model::{MountSpec, ValidateSpec};
 pub use step::{Action, Step};
 
 /// The demo scenario run when no scenario file is given.

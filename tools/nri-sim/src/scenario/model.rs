@@ -105,11 +105,12 @@ pub struct TimeoutsSpec {
     pub step: Option<Duration>,
 }
 
-/// One plugin: exactly one of `builtin`, `command` or `external`.
+/// One plugin: exactly one of `builtin`, `command`, `sample` or `external`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSpec {
-    /// Base name.
+    /// Base name (for `sample` plugins: default the sample's name).
+    #[serde(default)]
     pub name: String,
     /// Two-digit index (default `50`; ignored for external plugins).
     #[serde(default)]
@@ -121,16 +122,35 @@ pub struct PluginSpec {
     /// `NRI_PLUGIN_NAME`/`NRI_PLUGIN_IDX`), with its arguments.
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// One of the sample plugins of `plugins/`, run in-process.
+    #[serde(default)]
+    pub sample: Option<SampleName>,
+    /// Arguments of a `sample` plugin (those of its program).
+    #[serde(default)]
+    pub args: Vec<String>,
     /// Extra environment for `command`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Configuration handed to `command` in Configure: a string is sent as
-    /// is, anything else as JSON.
+    /// Configuration handed to `command` and `sample` plugins in Configure:
+    /// a string is sent as is, anything else as JSON.
     #[serde(default)]
     pub config: Option<serde_json::Value>,
     /// A plugin that connects to `socket` on its own; the run waits for it.
     #[serde(default)]
     pub external: bool,
+}
+
+/// The name of a sample plugin the simulator can run; checked while the
+/// YAML is read, so a wrong name is reported with its line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleName(pub String);
+
+impl<'de> Deserialize<'de> for SampleName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        crate::samples::check(&name).map_err(serde::de::Error::custom)?;
+        Ok(SampleName(name))
+    }
 }
 
 /// Behaviour of a builtin (scenario-declared) plugin.

@@ -18,6 +18,9 @@ pub enum Action {
     StopPod(String),
     /// RemovePodSandbox.
     RemovePod(String),
+    /// UpdatePodSandbox (with the step's `resources` and `overhead`), then
+    /// PostUpdatePodSandbox.
+    UpdatePod(String),
     /// CreateContainer, then PostCreateContainer.
     Create(String),
     /// StartContainer, then PostStartContainer.
@@ -46,6 +49,7 @@ impl Action {
             Action::RunPod(_) => "run_pod",
             Action::StopPod(_) => "stop_pod",
             Action::RemovePod(_) => "remove_pod",
+            Action::UpdatePod(_) => "update_pod",
             Action::Create(_) => "create",
             Action::Start(_) => "start",
             Action::Update(_) => "update",
@@ -63,6 +67,7 @@ impl Action {
             Action::RunPod(t)
             | Action::StopPod(t)
             | Action::RemovePod(t)
+            | Action::UpdatePod(t)
             | Action::Create(t)
             | Action::Start(t)
             | Action::Update(t)
@@ -102,8 +107,10 @@ impl fmt::Display for Action {
 pub struct Step {
     /// The action.
     pub action: Action,
-    /// New resources (`update` steps).
+    /// New resources (`update` and `update_pod` steps).
     pub resources: Option<ResourcesSpec>,
+    /// New pod overhead (`update_pod` steps).
+    pub overhead: Option<ResourcesSpec>,
     /// Exit code (`exit` steps).
     pub exit_code: i32,
     /// Bound of this step (`wait_update`; otherwise the scenario's step
@@ -119,6 +126,7 @@ impl Step {
         Step {
             action,
             resources: None,
+            overhead: None,
             exit_code: 0,
             timeout: None,
             expect: None,
@@ -130,6 +138,7 @@ const ACTIONS: &[&str] = &[
     "run_pod",
     "stop_pod",
     "remove_pod",
+    "update_pod",
     "create",
     "start",
     "update",
@@ -175,6 +184,7 @@ impl<'de> Visitor<'de> for StepVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Step, A::Error> {
         let mut action: Option<Action> = None;
         let mut resources = None;
+        let mut overhead = None;
         let mut exit_code = 0;
         let mut timeout = None;
         let mut expect = None;
@@ -183,6 +193,7 @@ impl<'de> Visitor<'de> for StepVisitor {
                 "run_pod" => Some(Action::RunPod(map.next_value()?)),
                 "stop_pod" => Some(Action::StopPod(map.next_value()?)),
                 "remove_pod" => Some(Action::RemovePod(map.next_value()?)),
+                "update_pod" => Some(Action::UpdatePod(map.next_value()?)),
                 "create" => Some(Action::Create(map.next_value()?)),
                 "start" => Some(Action::Start(map.next_value()?)),
                 "update" => Some(Action::Update(map.next_value()?)),
@@ -200,6 +211,10 @@ impl<'de> Visitor<'de> for StepVisitor {
                     resources = Some(map.next_value()?);
                     None
                 }
+                "overhead" => {
+                    overhead = Some(map.next_value()?);
+                    None
+                }
                 "exit_code" => {
                     exit_code = map.next_value()?;
                     None
@@ -214,7 +229,7 @@ impl<'de> Visitor<'de> for StepVisitor {
                 }
                 other => {
                     return Err(de::Error::custom(format!(
-                        "unknown step key `{other}`; actions: {}; options: resources, exit_code, timeout, expect",
+                        "unknown step key `{other}`; actions: {}; options: resources, overhead, exit_code, timeout, expect",
                         ACTIONS.join(", ")
                     )))
                 }
@@ -236,14 +251,20 @@ impl<'de> Visitor<'de> for StepVisitor {
                 ACTIONS.join(", ")
             ))
         })?;
-        if resources.is_some() && !matches!(action, Action::Update(_)) {
+        if resources.is_some() && !matches!(action, Action::Update(_) | Action::UpdatePod(_)) {
             return Err(de::Error::custom(
-                "`resources` only applies to `update` steps",
+                "`resources` only applies to `update` and `update_pod` steps",
+            ));
+        }
+        if overhead.is_some() && !matches!(action, Action::UpdatePod(_)) {
+            return Err(de::Error::custom(
+                "`overhead` only applies to `update_pod` steps",
             ));
         }
         Ok(Step {
             action,
             resources,
+            overhead,
             exit_code,
             timeout,
             expect,

@@ -1,0 +1,499 @@
+//! A restarted pre-installed plugin (`AdaptationBuilder::restart_plugins`)
+//! and the events of its synchronization
+//! (`AdaptationBuilder::deliver_events_during_sync`).
+//!
+//! This test has its own `main` (`harness = false`): started by the
+//! adaptation (with `NRI_PLUGIN_SOCKET` in its environment) the same binary
+//! acts as the plugin. Its configuration is a directory: on every start it
+//! appends its pid to `<dir>/starts`, and it appends every synchronization
+//! and event it handles to `<dir>/events-<pid>` before answering.
+//! Otherwise the binary runs the scenarios below, each bounded by a
+//! timeout.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nri_adaptation::{Adaptation, BoxError, Metrics, RestartPolicy, RuntimeHooks, Synchronizer};
+use nri_api::*;
+use nri_stub::{ConfigureInfo, Context, Plugin, Stub};
+use support::{bounded, container, pod, Env};
+use tokio::sync::{mpsc, watch, Semaphore};
+
+// ---- the plugin ----
+
+/// Records what it is told, one line per call.
+struct Recorder {
+    dir: Mutex<Option<PathBuf>>,
+}
+
+impl Recorder {
+    fn record(&self, line: String) {
+        let Some(dir) = self.dir.lock().unwrap().clone() else {
+            return;
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(format!("events-{}", std::process::id())))
+            .unwrap();
+        writeln!(file, "{line}").unwrap();
+    }
+}
+
+#[nri_stub::plugin]
+impl Plugin for Recorder {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+        let dir = PathBuf::from(info.config.trim());
+        let mut starts = std::fs::read_to_string(dir.join("starts")).unwrap_or_default();
+        starts.push_str(&format!("{}\n", std::process::id()));
+        std::fs::write(dir.join("starts"), starts).unwrap();
+        *self.dir.lock().unwrap() = Some(dir);
+        Ok(EventMask::default())
+    }
+
+    async fn synchronize(
+        &self,
+        _ctx: &Context,
+        pods: &[PodSandbox],
+        containers: &[Container],
+    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+        let pods: Vec<_> = pods.iter().map(|p| p.id.as_str()).collect();
+        let ctrs: Vec<_> = containers.iter().map(|c| c.id.as_str()).collect();
+        self.record(format!(
+            "Synchronize pods={} containers={}",
+            pods.join(","),
+            ctrs.join(",")
+        ));
+        Ok(Vec::new())
+    }
+
+    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+        self.record(format!("RunPodSandbox {}", pod.id));
+        Ok(())
+    }
+
+    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+        self.record(format!("StopPodSandbox {}", pod.id));
+        Ok(())
+    }
+
+    async fn post_create_container(
+        &self,
+        _ctx: &Context,
+        _pod: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::Result<()> {
+        self.record(format!("PostCreateContainer {}", ctr.id));
+        Ok(())
+    }
+
+    async fn start_container(
+        &self,
+        _ctx: &Context,
+        _pod: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::Result<()> {
+        self.record(format!("StartContainer {}", ctr.id));
+        Ok(())
+    }
+
+    async fn post_start_container(
+        &self,
+        _ctx: &Context,
+        _pod: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::Result<()> {
+        self.record(format!("PostStartContainer {}", ctr.id));
+        Ok(())
+    }
+
+    async fn stop_container(
+        &self,
+        _ctx: &Context,
+        _pod: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+        self.record(format!("StopContainer {}", ctr.id));
+        Ok(Vec::new())
+    }
+
+    async fn remove_container(
+        &self,
+        _ctx: &Context,
+        _pod: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::Result<()> {
+        self.record(format!("RemoveContainer {}", ctr.id));
+        Ok(())
+    }
+}
+
+fn plugin_main() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _ = rt.block_on(async {
+        Stub::builder(Recorder {
+            dir: Mutex::new(None),
+        })
+        .build()?
+        .run()
+        .await
+    });
+}
+
+// ---- the runtime side ----
+
+/// A runtime whose state the test changes as it sends events. Once armed,
+/// its synchronization hook lists the state, tells the test, and waits for
+/// a permit of `gate` before handing the listing to the plugin: events the
+/// test sends meanwhile happen during the synchronization and are not in
+/// the listing.
+struct Gated {
+    pods: Mutex<BTreeMap<String, PodSandbox>>,
+    containers: Mutex<BTreeMap<String, Container>>,
+    armed: AtomicBool,
+    listed: mpsc::UnboundedSender<()>,
+    gate: Semaphore,
+}
+
+#[nri_adaptation::async_trait]
+impl RuntimeHooks for Gated {
+    async fn synchronize(&self, sync: &mut dyn Synchronizer) -> Result<(), BoxError> {
+        let pods: Vec<_> = self.pods.lock().unwrap().values().cloned().collect();
+        let ctrs: Vec<_> = self.containers.lock().unwrap().values().cloned().collect();
+        if self.armed.load(Ordering::SeqCst) {
+            let _ = self.listed.send(());
+            self.gate.acquire().await?.forget();
+        }
+        sync.synchronize(&pods, &ctrs).await?;
+        Ok(())
+    }
+
+    async fn update_containers(
+        &self,
+        _plugin: &str,
+        updates: Vec<ContainerUpdate>,
+        _evictions: Vec<ContainerEviction>,
+    ) -> Result<Vec<ContainerUpdate>, BoxError> {
+        Ok(updates)
+    }
+}
+
+/// Counts restarts.
+#[derive(Default)]
+struct Restarts(Mutex<Option<watch::Sender<usize>>>);
+
+impl Restarts {
+    fn watch(&self) -> watch::Receiver<usize> {
+        let (tx, rx) = watch::channel(0);
+        *self.0.lock().unwrap() = Some(tx);
+        rx
+    }
+}
+
+impl Metrics for Restarts {
+    fn record_plugin_restart(&self, _plugin: &str) {
+        if let Some(tx) = &*self.0.lock().unwrap() {
+            tx.send_modify(|n| *n += 1);
+        }
+    }
+}
+
+struct Setup {
+    env: Env,
+    /// The plugin's state directory (its configuration).
+    state: PathBuf,
+    runtime: Arc<Gated>,
+    listed: mpsc::UnboundedReceiver<()>,
+    restarts: Arc<Restarts>,
+}
+
+impl Setup {
+    /// A plugin directory with this binary as `10-recorder`.
+    fn new() -> Setup {
+        let env = Env::new();
+        let dir = env.plugin_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(env.conf_dir()).unwrap();
+        symlink(std::env::current_exe().unwrap(), dir.join("10-recorder")).unwrap();
+        let state = env.dir.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(
+            env.conf_dir().join("recorder.conf"),
+            state.display().to_string(),
+        )
+        .unwrap();
+        let (tx, listed) = mpsc::unbounded_channel();
+        Setup {
+            env,
+            state,
+            runtime: Arc::new(Gated {
+                pods: Mutex::new(BTreeMap::new()),
+                containers: Mutex::new(BTreeMap::new()),
+                armed: AtomicBool::new(false),
+                listed: tx,
+                gate: Semaphore::new(0),
+            }),
+            listed,
+            restarts: Arc::new(Restarts::default()),
+        }
+    }
+
+    fn adaptation(&self, deliver: bool) -> Adaptation {
+        Adaptation::builder("test-runtime", "v1.0.0", self.runtime.clone())
+            .plugin_path(self.env.plugin_dir())
+            .plugin_config_path(self.env.conf_dir())
+            .disable_external_connections()
+            .registration_timeout(Duration::from_secs(5))
+            .request_timeout(Duration::from_secs(5))
+            .metrics(self.restarts.clone())
+            .restart_plugins(RestartPolicy {
+                max_restarts: 3,
+                initial_backoff: Duration::from_millis(20),
+                max_backoff: Duration::from_millis(40),
+                reset_after: Duration::from_secs(60),
+            })
+            .deliver_events_during_sync(deliver)
+            .build()
+    }
+
+    /// Pids of every start of the plugin so far.
+    fn starts(&self) -> Vec<String> {
+        std::fs::read_to_string(self.state.join("starts"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// What the plugin process `pid` recorded, in order.
+    fn events(&self, pid: &str) -> Vec<String> {
+        std::fs::read_to_string(self.state.join(format!("events-{pid}")))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn kill(pid: &str) {
+    let pid: i32 = pid.parse().unwrap();
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+}
+
+async fn wait_no_plugins(nri: &Adaptation) {
+    bounded(async {
+        while !nri.plugins().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}
+
+/// Plays the runtime: sends each event and changes the state around it as
+/// a runtime does.
+struct Script<'a> {
+    nri: &'a Adaptation,
+    rt: &'a Gated,
+}
+
+impl Script<'_> {
+    fn pod(&self, id: &str) -> PodSandbox {
+        self.rt.pods.lock().unwrap().get(id).cloned().unwrap()
+    }
+
+    fn ctr(&self, id: &str) -> Container {
+        self.rt.containers.lock().unwrap().get(id).cloned().unwrap()
+    }
+
+    fn set_state(&self, id: &str, state: ContainerState) {
+        let mut ctrs = self.rt.containers.lock().unwrap();
+        ctrs.get_mut(id).unwrap().state = state as i32;
+    }
+
+    async fn run_pod(&self, id: &str) {
+        let p = pod(id);
+        self.rt.pods.lock().unwrap().insert(id.into(), p.clone());
+        bounded(
+            self.nri
+                .run_pod_sandbox(RunPodSandboxRequest { pod: Some(p) }),
+        )
+        .await
+        .unwrap();
+    }
+
+    /// Creates and starts a container.
+    async fn start_ctr(&self, id: &str, pod_id: &str) {
+        let pod = Some(self.pod(pod_id));
+        let mut c = container(id, pod_id);
+        c.state = ContainerState::ContainerCreated as i32;
+        bounded(self.nri.create_container(CreateContainerRequest {
+            pod: pod.clone(),
+            container: Some(c.clone()),
+        }))
+        .await
+        .unwrap();
+        self.rt.containers.lock().unwrap().insert(id.into(), c);
+        let c = Some(self.ctr(id));
+        bounded(self.nri.post_create_container(PostCreateContainerRequest {
+            pod: pod.clone(),
+            container: c.clone(),
+        }))
+        .await
+        .unwrap();
+        bounded(self.nri.start_container(StartContainerRequest {
+            pod: pod.clone(),
+            container: c,
+        }))
+        .await
+        .unwrap();
+        self.set_state(id, ContainerState::ContainerRunning);
+        bounded(self.nri.post_start_container(PostStartContainerRequest {
+            pod,
+            container: Some(self.ctr(id)),
+        }))
+        .await
+        .unwrap();
+    }
+
+    /// Stops and removes a container.
+    async fn end_ctr(&self, id: &str) {
+        let c = self.ctr(id);
+        let pod = Some(self.pod(&c.pod_sandbox_id));
+        bounded(self.nri.stop_container(StopContainerRequest {
+            pod: pod.clone(),
+            container: Some(c),
+        }))
+        .await
+        .unwrap();
+        self.set_state(id, ContainerState::ContainerStopped);
+        let c = self.rt.containers.lock().unwrap().remove(id);
+        bounded(
+            self.nri
+                .remove_container(RemoveContainerRequest { pod, container: c }),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+// ---- scenarios ----
+
+/// The plugin is killed while `ctr0` runs in `pod0`; while its restart is
+/// being synchronized (after the runtime listed its state), `pod1` runs,
+/// `ctr1` is created and started in it and `ctr0` is stopped and removed;
+/// once it is back, `ctr1` is stopped and removed. Returns what the
+/// restarted plugin recorded.
+async fn restart_with_events_during_sync(deliver: bool) -> Vec<String> {
+    let mut s = Setup::new();
+    let nri = s.adaptation(deliver);
+    let mut restarts = s.restarts.watch();
+    bounded(nri.start()).await.unwrap();
+    assert_eq!(nri.plugins().len(), 1);
+    let script = Script {
+        nri: &nri,
+        rt: &s.runtime,
+    };
+    script.run_pod("pod0").await;
+    script.start_ctr("ctr0", "pod0").await;
+    let first = s.starts()[0].clone();
+
+    s.runtime.armed.store(true, Ordering::SeqCst);
+    kill(&first);
+    wait_no_plugins(&nri).await;
+    // The restarted plugin is being synchronized; the runtime listed pod0
+    // and ctr0 and waits.
+    bounded(s.listed.recv()).await.unwrap();
+    script.run_pod("pod1").await;
+    script.start_ctr("ctr1", "pod1").await;
+    script.end_ctr("ctr0").await;
+    s.runtime.gate.add_permits(1);
+    bounded(restarts.wait_for(|n| *n == 1)).await.unwrap();
+    assert_eq!(nri.plugins().len(), 1);
+
+    // Live events, after the restart.
+    script.end_ctr("ctr1").await;
+
+    let starts = s.starts();
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    let second = starts[1].clone();
+    bounded(nri.stop()).await;
+    // The first process saw the events before it was killed.
+    assert_eq!(
+        s.events(&first),
+        [
+            "Synchronize pods= containers=",
+            "RunPodSandbox pod0",
+            "PostCreateContainer ctr0",
+            "StartContainer ctr0",
+            "PostStartContainer ctr0",
+        ]
+    );
+    s.events(&second)
+}
+
+/// With `deliver_events_during_sync`, the restarted plugin gets every event
+/// of its synchronization that its listing does not show, once, in order,
+/// before the live ones.
+async fn restarted_plugin_gets_events_of_its_sync() {
+    let events = restart_with_events_during_sync(true).await;
+    assert_eq!(
+        events,
+        [
+            "Synchronize pods=pod0 containers=ctr0",
+            "RunPodSandbox pod1",
+            // CreateContainer is not replayed: ctr1 exists already.
+            "PostCreateContainer ctr1",
+            "StartContainer ctr1",
+            "PostStartContainer ctr1",
+            "StopContainer ctr0",
+            "RemoveContainer ctr0",
+            // Live.
+            "StopContainer ctr1",
+            "RemoveContainer ctr1",
+        ]
+    );
+}
+
+/// Without it, the restarted plugin misses them, as before: it only gets
+/// the events that start after it was added.
+async fn without_the_option_they_are_missed() {
+    let events = restart_with_events_during_sync(false).await;
+    assert_eq!(
+        events,
+        [
+            "Synchronize pods=pod0 containers=ctr0",
+            "StopContainer ctr1",
+            "RemoveContainer ctr1",
+        ]
+    );
+}
+
+fn main() {
+    if std::env::var_os(nri_api::plugin::PLUGIN_SOCKET_ENV).is_some() {
+        plugin_main();
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        println!("test restarted_plugin_gets_events_of_its_sync ...");
+        restarted_plugin_gets_events_of_its_sync().await;
+        println!("test without_the_option_they_are_missed ...");
+        without_the_option_they_are_missed().await;
+    });
+    println!("test result: ok. 2 passed");
+}

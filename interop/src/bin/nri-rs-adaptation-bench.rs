@@ -1,0 +1,627 @@
+//! `nri-rs-adaptation-bench`: our runtime adaptation with external plugin
+//! processes connected to its socket, in a process of its own so that its
+//! memory can be measured. It is the Rust twin of the Go
+//! `nri-adaptation-bench` (interop/harness): same flags, same measurements,
+//! same JSON document (without the Go fields), and the same requests and
+//! tables. `interop/benches/adaptation.rs` runs both.
+//!
+//! ```text
+//! nri-rs-adaptation-bench -plugin BIN [-mode create] [-plugins 1] [-n 5000] [-warmup 500] [-registrations 10]
+//! nri-rs-adaptation-bench -plugin BIN -mode lifecycle [-plugins 8] [-n 1000] [-warmup 100]
+//! nri-rs-adaptation-bench -plugin BIN -mode sync [-containers 1000] [-rounds 5]
+//! ```
+//!
+//! * `create`: registers `-registrations` plugins one at a time (process
+//!   start to completed Synchronize), starts `-plugins` plugins subscribed
+//!   to CreateContainer (one annotation and one variable each), reads their
+//!   and its own `VmRSS` once every adjustment shows, times `-n`
+//!   CreateContainer calls, reads its own `VmRSS` again.
+//! * `lifecycle`: `-plugins` plugins subscribed to CreateContainer,
+//!   StartContainer, StopContainer and RemoveContainer; `-n` lifecycles
+//!   (create, start, stop, remove) one after the other.
+//! * `sync`: a table of `-containers` containers (ten per pod, four 1 KiB
+//!   annotations each) offered to `-rounds` plugins started one at a time;
+//!   each Synchronize is timed inside the runtime hook and from the
+//!   plugin's process start.
+//!
+//! The adaptation runs on a current-thread tokio runtime.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
+use nri_api::{
+    Container, ContainerEviction, ContainerState, ContainerUpdate, CreateContainerRequest,
+    PodSandbox, RemoveContainerRequest, StartContainerRequest, StopContainerRequest,
+};
+use prost::Message;
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+/// A failed measurement, reported on stderr.
+type Failure = String;
+
+/// Median and 99th percentile of one measurement, in microseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct Latency {
+    median_us: f64,
+    p99_us: f64,
+}
+
+/// The output document; fields of other modes are left out.
+#[derive(Debug, Default, Serialize)]
+struct Report {
+    mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    create: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    registration: Option<Latency>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    plugin_rss_kib: Vec<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    plugin_anon_kib: Vec<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime_rss_kib: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime_anon_kib: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime_rss_after_kib: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lifecycle: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lifecycles_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_from_start: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    containers: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pods: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_bytes: Option<usize>,
+    plugins: usize,
+    iterations: usize,
+}
+
+/// Command-line options (Go `flag` style: `-name value`).
+#[derive(Debug)]
+struct Args {
+    plugin: PathBuf,
+    mode: String,
+    plugins: usize,
+    n: usize,
+    warmup: usize,
+    registrations: usize,
+    containers: usize,
+    rounds: usize,
+}
+
+fn parse_args() -> Result<Args, Failure> {
+    let mut args = Args {
+        plugin: PathBuf::new(),
+        mode: "create".into(),
+        plugins: 1,
+        n: 5000,
+        warmup: 500,
+        registrations: 10,
+        containers: 1000,
+        rounds: 5,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it
+            .next()
+            .ok_or_else(|| format!("flag {flag} needs a value"))?;
+        let number = || -> Result<usize, Failure> {
+            value
+                .parse()
+                .map_err(|e| format!("flag {flag}: {value:?}: {e}"))
+        };
+        match flag.trim_start_matches('-') {
+            "plugin" => args.plugin = PathBuf::from(&value),
+            "mode" => args.mode = value.clone(),
+            "plugins" => args.plugins = number()?,
+            "n" => args.n = number()?,
+            "warmup" => args.warmup = number()?,
+            "registrations" => args.registrations = number()?,
+            "containers" => args.containers = number()?,
+            "rounds" => args.rounds = number()?,
+            other => return Err(format!("unknown flag -{other}")),
+        }
+    }
+    if args.plugin.as_os_str().is_empty()
+        || !(1..=40).contains(&args.plugins)
+        || args.n == 0
+        || args.containers < 10
+        || args.rounds == 0
+    {
+        return Err("need -plugin; -plugins in 1..40, -n, -rounds positive, \
+                    -containers at least 10"
+            .into());
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(err) => {
+            eprintln!("nri-rs-adaptation-bench: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("nri-rs-adaptation-bench: tokio runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        match args.mode.as_str() {
+            "create" => run_create(&args).await,
+            "lifecycle" => run_lifecycle(&args).await,
+            "sync" => run_sync(&args).await,
+            other => Err(format!("unknown -mode {other}")),
+        }
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    match result.and_then(|r| serde_json::to_string_pretty(&r).map_err(|e| e.to_string())) {
+        Ok(doc) => {
+            println!("{doc}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("nri-rs-adaptation-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One completed Synchronize: its start and end in the hook.
+type SyncTimes = (Instant, Instant);
+
+/// The runtime side: the table offered to every plugin, and a note each
+/// time a plugin finished its Synchronize.
+struct Hooks {
+    pods: Vec<PodSandbox>,
+    containers: Vec<Container>,
+    synced: mpsc::UnboundedSender<SyncTimes>,
+}
+
+#[nri_adaptation::async_trait]
+impl RuntimeHooks for Hooks {
+    async fn synchronize(&self, sync: &mut dyn Synchronizer) -> Result<(), BoxError> {
+        let start = Instant::now();
+        sync.synchronize(&self.pods, &self.containers).await?;
+        let _ = self.synced.send((start, Instant::now()));
+        Ok(())
+    }
+
+    async fn update_containers(
+        &self,
+        _plugin: &str,
+        _updates: Vec<ContainerUpdate>,
+        _evictions: Vec<ContainerEviction>,
+    ) -> Result<Vec<ContainerUpdate>, BoxError> {
+        Ok(Vec::new())
+    }
+}
+
+/// The adaptation, its directory and the plugin binary.
+struct Bench {
+    nri: Adaptation,
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    plugin: PathBuf,
+    synced: mpsc::UnboundedReceiver<SyncTimes>,
+}
+
+/// Plugin processes, killed on drop.
+struct Plugins(Vec<Child>);
+
+impl Drop for Plugins {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Bench {
+    async fn start(
+        plugin: &Path,
+        pods: Vec<PodSandbox>,
+        containers: Vec<Container>,
+    ) -> Result<Bench, Failure> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let socket = dir.path().join("nri.sock");
+        for sub in ["plugins", "conf"] {
+            std::fs::create_dir(dir.path().join(sub)).map_err(|e| format!("mkdir: {e}"))?;
+        }
+        let (tx, mut synced) = mpsc::unbounded_channel();
+        let hooks = Hooks {
+            pods,
+            containers,
+            synced: tx,
+        };
+        let nri = Adaptation::builder("nri-adaptation-bench", "v0.0.0", Arc::new(hooks))
+            .plugin_path(dir.path().join("plugins"))
+            .plugin_config_path(dir.path().join("conf"))
+            .socket_path(&socket)
+            // The whole split Synchronize must fit in one request timeout.
+            .request_timeout(Duration::from_secs(120))
+            .build();
+        nri.start()
+            .await
+            .map_err(|e| format!("start adaptation: {e}"))?;
+        // Start synchronizes the (absent) pre-installed plugins once.
+        while synced.try_recv().is_ok() {}
+        Ok(Bench {
+            nri,
+            dir,
+            socket,
+            plugin: plugin.to_path_buf(),
+            synced,
+        })
+    }
+
+    /// Starts one external plugin with its configuration file.
+    fn spawn(&self, idx: usize, name: &str, config: &serde_json::Value) -> Result<Child, Failure> {
+        let path = self.dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, config.to_string()).map_err(|e| format!("write config: {e}"))?;
+        Command::new(&self.plugin)
+            .arg("-config")
+            .arg(&path)
+            .args(["-name", name, "-idx", &format!("{idx:02}"), "-socket"])
+            .arg(&self.socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("start {}: {e}", self.plugin.display()))
+    }
+
+    /// Starts plugins 0..count-1 and waits until every one's annotation
+    /// shows in a CreateContainer reply.
+    async fn start_plugins(
+        &mut self,
+        count: usize,
+        config: fn(usize) -> serde_json::Value,
+    ) -> Result<Plugins, Failure> {
+        let mut plugins = Plugins(Vec::with_capacity(count));
+        for i in 0..count {
+            plugins
+                .0
+                .push(self.spawn(i, &format!("bench{i}"), &config(i))?);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let adjusted = self
+                .nri
+                .create_container(create_request(-1))
+                .await
+                .ok()
+                .and_then(|r| r.adjust)
+                .map_or(0, |a| a.annotations.len());
+            if adjusted == count {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{count} plugins did not all adjust within 30 s"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        while self.synced.try_recv().is_ok() {}
+        Ok(plugins)
+    }
+
+    /// Times plugins from process start to completed Synchronize, one at a
+    /// time; returns (inside the hook, from process start).
+    async fn synchronize_one_by_one(
+        &mut self,
+        count: usize,
+        first_idx: usize,
+        prefix: &str,
+        limit: Duration,
+    ) -> Result<(Vec<Duration>, Vec<Duration>), Failure> {
+        let mut inside = Vec::with_capacity(count);
+        let mut from_start = Vec::with_capacity(count);
+        let config = json!({"events": ["CreateContainer"]});
+        for i in 0..count {
+            let began = Instant::now();
+            let child = Plugins(vec![self.spawn(
+                first_idx + i % 10,
+                &format!("{prefix}{i}"),
+                &config,
+            )?]);
+            let (start, end) = tokio::time::timeout(limit, self.synced.recv())
+                .await
+                .map_err(|_| format!("{prefix} {i}: plugin not synchronized within {limit:?}"))?
+                .ok_or("hooks gone")?;
+            inside.push(end - start);
+            from_start.push(end - began);
+            drop(child);
+            // Let the adaptation notice the closed connection.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok((inside, from_start))
+    }
+
+    async fn stop(self) {
+        self.nri.stop().await;
+    }
+}
+
+async fn run_create(args: &Args) -> Result<Report, Failure> {
+    let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
+    let (_, reg) = b
+        .synchronize_one_by_one(args.registrations, 90, "reg", Duration::from_secs(30))
+        .await?;
+    let plugins = b.start_plugins(args.plugins, bench_config).await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let plugin_rss = plugins
+        .0
+        .iter()
+        .map(|c| vm_rss_kib(c.id()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plugin_anon = plugins
+        .0
+        .iter()
+        .map(|c| status_kib(c.id(), "RssAnon:"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let runtime_rss = vm_rss_kib(std::process::id())?;
+    let runtime_anon = status_kib(std::process::id(), "RssAnon:")?;
+
+    let mut samples = Vec::with_capacity(args.n);
+    for i in 0..args.warmup + args.n {
+        let req = create_request(i as i64);
+        let start = Instant::now();
+        let reply = b.nri.create_container(req).await;
+        let elapsed = start.elapsed();
+        let reply = reply.map_err(|e| format!("CreateContainer {i}: {e}"))?;
+        let got = reply.adjust.map_or(0, |a| a.annotations.len());
+        if got != args.plugins {
+            return Err(format!(
+                "CreateContainer {i}: {got} annotations, want {}",
+                args.plugins
+            ));
+        }
+        if i >= args.warmup {
+            samples.push(elapsed);
+        }
+    }
+    let runtime_after = vm_rss_kib(std::process::id())?;
+    drop(plugins);
+    b.stop().await;
+    Ok(Report {
+        mode: "create",
+        create: Some(summarize(samples)?),
+        registration: if reg.is_empty() {
+            None
+        } else {
+            Some(summarize(reg)?)
+        },
+        plugin_rss_kib: plugin_rss,
+        plugin_anon_kib: plugin_anon,
+        runtime_rss_kib: Some(runtime_rss),
+        runtime_anon_kib: Some(runtime_anon),
+        runtime_rss_after_kib: Some(runtime_after),
+        plugins: args.plugins,
+        iterations: args.n,
+        ..Default::default()
+    })
+}
+
+async fn run_lifecycle(args: &Args) -> Result<Report, Failure> {
+    let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
+    let plugins = b.start_plugins(args.plugins, lifecycle_config).await?;
+    let mut samples = Vec::with_capacity(args.n);
+    let mut began = Instant::now();
+    for i in 0..args.warmup + args.n {
+        if i == args.warmup {
+            began = Instant::now();
+        }
+        let req = create_request(i as i64);
+        let (pod, mut ctr) = (req.pod.clone(), req.container.clone());
+        let start = Instant::now();
+        let reply = b
+            .nri
+            .create_container(req)
+            .await
+            .map_err(|e| format!("CreateContainer {i}: {e}"))?;
+        let got = reply.adjust.map_or(0, |a| a.annotations.len());
+        if got != args.plugins {
+            return Err(format!(
+                "CreateContainer {i}: {got} annotations, want {}",
+                args.plugins
+            ));
+        }
+        if let Some(c) = ctr.as_mut() {
+            c.state = ContainerState::ContainerRunning as i32;
+        }
+        b.nri
+            .start_container(StartContainerRequest {
+                pod: pod.clone(),
+                container: ctr.clone(),
+            })
+            .await
+            .map_err(|e| format!("StartContainer {i}: {e}"))?;
+        if let Some(c) = ctr.as_mut() {
+            c.state = ContainerState::ContainerStopped as i32;
+        }
+        b.nri
+            .stop_container(StopContainerRequest {
+                pod: pod.clone(),
+                container: ctr.clone(),
+            })
+            .await
+            .map_err(|e| format!("StopContainer {i}: {e}"))?;
+        b.nri
+            .remove_container(RemoveContainerRequest {
+                pod,
+                container: ctr,
+            })
+            .await
+            .map_err(|e| format!("RemoveContainer {i}: {e}"))?;
+        if i >= args.warmup {
+            samples.push(start.elapsed());
+        }
+    }
+    let total = began.elapsed();
+    drop(plugins);
+    b.stop().await;
+    Ok(Report {
+        mode: "lifecycle",
+        lifecycle: Some(summarize(samples)?),
+        lifecycles_per_s: Some(args.n as f64 / total.as_secs_f64()),
+        plugins: args.plugins,
+        iterations: args.n,
+        ..Default::default()
+    })
+}
+
+async fn run_sync(args: &Args) -> Result<Report, Failure> {
+    let (pods, containers) = sync_table(args.containers);
+    let bytes = pods.iter().map(Message::encoded_len).sum::<usize>()
+        + containers.iter().map(Message::encoded_len).sum::<usize>();
+    let pod_count = pods.len();
+    let mut b = Bench::start(&args.plugin, pods, containers).await?;
+    let (inside, from_start) = b
+        .synchronize_one_by_one(args.rounds, 50, "sync", Duration::from_secs(180))
+        .await?;
+    b.stop().await;
+    Ok(Report {
+        mode: "sync",
+        sync: Some(summarize(inside)?),
+        sync_from_start: Some(summarize(from_start)?),
+        containers: Some(args.containers),
+        pods: Some(pod_count),
+        sync_bytes: Some(bytes),
+        plugins: 1,
+        iterations: args.rounds,
+        ..Default::default()
+    })
+}
+
+/// The table of mode sync: ten containers per pod, each with four
+/// annotations of 1 KiB; the Go program builds the same one.
+fn sync_table(containers: usize) -> (Vec<PodSandbox>, Vec<Container>) {
+    let pods = (0..containers / 10)
+        .map(|p| PodSandbox {
+            id: format!("pod{p}"),
+            name: format!("pod{p}"),
+            uid: format!("uid{p}"),
+            namespace: "default".into(),
+            ..Default::default()
+        })
+        .collect();
+    let ctrs = (0..containers)
+        .map(|c| Container {
+            id: format!("ctr{c}"),
+            pod_sandbox_id: format!("pod{}", c / 10),
+            name: format!("ctr{c}"),
+            state: ContainerState::ContainerRunning as i32,
+            args: vec!["sleep".into(), "3600".into()],
+            env: vec!["PATH=/usr/bin:/bin".into()],
+            annotations: (0..4u8)
+                .map(|k| {
+                    (
+                        format!("bench.nri.io/blob-{k}"),
+                        char::from(b'a' + k).to_string().repeat(1024),
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    (pods, ctrs)
+}
+
+/// Plugin `i`'s configuration in mode create: one annotation and one
+/// variable of its own (`nri-ref-plugin` format).
+fn bench_config(i: usize) -> serde_json::Value {
+    json!({
+        "events": ["CreateContainer"],
+        "adjust": {
+            "annotations": {format!("bench.nri.io/plugin-{i}"): "on"},
+            "env": [{"key": format!("BENCH_PLUGIN_{i}"), "value": "on"}],
+        },
+    })
+}
+
+/// Plugin `i`'s configuration in mode lifecycle.
+fn lifecycle_config(i: usize) -> serde_json::Value {
+    let mut cfg = bench_config(i);
+    cfg["events"] = json!([
+        "CreateContainer",
+        "StartContainer",
+        "StopContainer",
+        "RemoveContainer"
+    ]);
+    cfg
+}
+
+/// The request of call `i`; the Go program sends the same one.
+fn create_request(i: i64) -> CreateContainerRequest {
+    let id = format!("ctr{i}");
+    CreateContainerRequest {
+        pod: Some(PodSandbox {
+            id: "pod0".into(),
+            name: "pod0".into(),
+            uid: "uid0".into(),
+            namespace: "default".into(),
+            ..Default::default()
+        }),
+        container: Some(Container {
+            id: id.clone(),
+            pod_sandbox_id: "pod0".into(),
+            name: id,
+            state: ContainerState::ContainerCreated as i32,
+            args: vec!["sleep".into(), "3600".into()],
+            env: vec!["PATH=/usr/bin:/bin".into()],
+            ..Default::default()
+        }),
+    }
+}
+
+/// Median and 99th percentile (nearest rank).
+fn summarize(mut samples: Vec<Duration>) -> Result<Latency, Failure> {
+    if samples.is_empty() {
+        return Err("no samples".into());
+    }
+    samples.sort_unstable();
+    let rank = |p: f64| {
+        let i = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1;
+        samples[i].as_secs_f64() * 1e6
+    };
+    Ok(Latency {
+        median_us: rank(0.5),
+        p99_us: rank(0.99),
+    })
+}
+
+/// The resident set size of a process, in KiB.
+fn vm_rss_kib(pid: u32) -> Result<u64, Failure> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// One size (in KiB) of `/proc/<pid>/status`, e.g. `RssAnon:`.
+fn status_kib(pid: u32, field: &str) -> Result<u64, Failure> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("read /proc/{pid}/status: {e}"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("no {field} for pid {pid}"))
+}
