@@ -223,24 +223,22 @@ struct Watched {
     objects: HashMap<Key, Shown>,
 }
 
-impl Watched {
-    /// Whether the plugin must not get `event`, which its listing showed;
-    /// forgets the object once no later event can have been shown.
-    fn skips(&mut self, event: &Queued) -> bool {
-        let key = event.key();
-        let Some(shown) = self.objects.get(&key).copied() else {
-            return false;
-        };
-        let (skip, done) = match (shown, event.stage()) {
-            (Shown::Gone, _) => (true, event.is_removal()),
-            (Shown::Stage(_), None) => (false, false),
-            (Shown::Stage(listed), Some(stage)) => (stage <= listed, stage >= listed),
-        };
-        if done {
-            self.objects.remove(&key);
-        }
-        skip
+/// Whether a plugin whose listing showed `objects` must not get `event`
+/// live; forgets the object once no later event can have been shown.
+fn shown_live(objects: &mut HashMap<Key, Shown>, event: &Queued) -> bool {
+    let key = event.key();
+    let Some(shown) = objects.get(&key).copied() else {
+        return false;
+    };
+    let (skip, done) = match (shown, event.stage()) {
+        (Shown::Gone, _) => (true, event.is_removal()),
+        (Shown::Stage(_), None) => (false, false),
+        (Shown::Stage(listed), Some(stage)) => (stage <= listed, stage >= listed),
+    };
+    if done {
+        objects.remove(&key);
     }
+    skip
 }
 
 impl Backlogs {
@@ -277,7 +275,7 @@ impl Backlogs {
             if w.plugin.is_closed() {
                 return false;
             }
-            if w.skips(&event) {
+            if shown_live(&mut w.objects, &event) {
                 skip.push(w.plugin.clone());
             }
             !w.objects.is_empty()
@@ -737,6 +735,79 @@ mod tests {
         // Later batches follow the decisions taken.
         let batch = entries(vec![remove(7, "c3"), remove(8, "c9")]);
         assert_eq!(names(&f.select(batch)), ["RemoveContainer c3"]);
+    }
+
+    #[test]
+    fn live_events_the_listing_showed_are_not_delivered() {
+        let mut f = Filter::new(Some(snapshot(
+            3,
+            &["pod0"],
+            &[
+                ctr("c1", ContainerState::ContainerRunning),
+                ctr("c3", ContainerState::ContainerCreated),
+            ],
+        )));
+        let start = |id| {
+            Queued::StartContainer(StartContainerRequest {
+                pod: None,
+                container: some_ctr(id),
+            })
+        };
+        let post_start = |id| {
+            Queued::PostStartContainer(PostStartContainerRequest {
+                pod: None,
+                container: some_ctr(id),
+            })
+        };
+        let stop = |id| {
+            Queued::StopContainer(StopContainerRequest {
+                pod: None,
+                container: some_ctr(id),
+            })
+        };
+        let remove = |id| {
+            Queued::RemoveContainer(RemoveContainerRequest {
+                pod: None,
+                container: some_ctr(id),
+            })
+        };
+        // c1's start is queued, its post-start not yet; c2, created before
+        // the queue and not listed, is gone; c3 is past its listed stage.
+        let batch = entries(vec![(2, start("c1")), (3, stop("c2")), (4, start("c3"))]);
+        assert_eq!(names(&f.select(batch)), ["StartContainer c3"]);
+        let mut live = f.still_shown();
+        assert_eq!(
+            live,
+            HashMap::from([
+                (Key::Pod("pod0".into()), Shown::Stage(POD_RUNNING)),
+                (Key::Container("c1".into()), Shown::Stage(CTR_RUNNING)),
+                (Key::Container("c2".into()), Shown::Gone),
+            ])
+        );
+        let delivered: Vec<Queued> = [
+            post_start("c1"),
+            remove("c2"),
+            post_start("c3"),
+            stop("c1"),
+            remove("c1"),
+            remove("c2"),
+        ]
+        .into_iter()
+        .filter(|e| !shown_live(&mut live, e))
+        .collect();
+        assert_eq!(
+            names(&delivered),
+            [
+                "PostStartContainer c3",
+                "StopContainer c1",
+                "RemoveContainer c1",
+                "RemoveContainer c2"
+            ]
+        );
+        assert_eq!(
+            live,
+            HashMap::from([(Key::Pod("pod0".into()), Shown::Stage(POD_RUNNING))])
+        );
     }
 
     #[test]

@@ -941,16 +941,10 @@ async fn soak_lifecycles_with_updates_and_plugin_churn() {
 }
 
 /// With `deliver_events_during_sync`, plugins that join mid-run see every
-/// event after their synchronization exactly once.
-///
-/// Not run by default: it currently fails in two ways. A listed container
-/// whose state is running (the runtime records it before StartContainer) gets
-/// a PostStartContainer that arrives live after the plugin was added,
-/// although the option treats a running container as showing it; and
-/// occasionally a container that was not listed reaches a late plugin with
-/// only its StopContainer and RemoveContainer.
+/// event after their synchronization exactly once: the runtime records each
+/// state before the call announcing it, so a listed container's state (or a
+/// container's absence) may show events still to come, queued or live.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "deliver_events_during_sync does not yet give exactly-once delivery here"]
 async fn soak_late_joiners_see_every_event_after_sync_exactly_once() {
     let cfg = Cfg {
         containers: DELIVER_CONTAINERS,
