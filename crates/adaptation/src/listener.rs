@@ -83,7 +83,7 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
     } else {
         None
     };
-    let mut sync = ExternalSync {
+    let mut sync = OnePluginSync {
         plugin: plugin.clone(),
         result: None,
         backlog: backlog.clone(),
@@ -120,17 +120,18 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
     Ok(())
 }
 
-/// The synchronizer of one external plugin: its failure is the call's.
-struct ExternalSync {
-    plugin: Arc<Plugin>,
+/// The synchronizer of one plugin joining a running adaptation (external or
+/// restarted): its failure is the call's.
+pub(crate) struct OnePluginSync {
+    pub(crate) plugin: Arc<Plugin>,
     /// Whether the last synchronization succeeded; `None` if never called.
-    result: Option<bool>,
+    pub(crate) result: Option<bool>,
     /// The plugin's queue of events, with `deliver_events_during_sync`.
-    backlog: Option<Arc<crate::backlog::Backlog>>,
+    pub(crate) backlog: Option<Arc<crate::backlog::Backlog>>,
 }
 
 #[async_trait::async_trait]
-impl Synchronizer for ExternalSync {
+impl Synchronizer for OnePluginSync {
     async fn synchronize(
         &mut self,
         pods: &[nri_api::PodSandbox],

@@ -26,8 +26,8 @@ use tokio::time::Instant;
 use crate::adaptation::Inner;
 use crate::adaptation_error::{BoxError, Error};
 use crate::discover::Discovered;
+use crate::listener::OnePluginSync;
 use crate::plugin::Plugin;
-use crate::runtime::Synchronizer;
 
 /// When and how often the adaptation restarts a plugin it launched from the
 /// plugin directory after the plugin died (its process exited or its
@@ -263,7 +263,7 @@ async fn relaunch(inner: &Arc<Inner>, d: &Discovered) -> Result<Launched, Restar
             None
         };
         let backlog = attached.as_ref().map(|a| a.backlog.clone());
-        let mut sync = OneSync {
+        let mut sync = OnePluginSync {
             plugin: plugin.clone(),
             result: None,
             backlog: backlog.clone(),
@@ -302,31 +302,6 @@ async fn relaunch(inner: &Arc<Inner>, d: &Discovered) -> Result<Launched, Restar
             plugin.stop().await;
             Err(e)
         }
-    }
-}
-
-/// The synchronizer of one restarted plugin: its failure is the call's.
-struct OneSync {
-    plugin: Arc<Plugin>,
-    /// Whether the last synchronization succeeded; `None` if never called.
-    result: Option<bool>,
-    /// The plugin's queue of events, with `deliver_events_during_sync`.
-    backlog: Option<Arc<crate::backlog::Backlog>>,
-}
-
-#[async_trait::async_trait]
-impl Synchronizer for OneSync {
-    async fn synchronize(
-        &mut self,
-        pods: &[nri_api::PodSandbox],
-        containers: &[nri_api::Container],
-    ) -> Result<Vec<nri_api::ContainerUpdate>, Error> {
-        if let Some(backlog) = &self.backlog {
-            backlog.set_snapshot(pods, containers);
-        }
-        let result = self.plugin.synchronize(pods, containers).await;
-        self.result = Some(result.is_ok());
-        result
     }
 }
 
