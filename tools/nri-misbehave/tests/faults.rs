@@ -270,6 +270,18 @@ impl Harness {
     }
 
     /// `tweak` changes the builder; `prepare` fills the plugin directory.
+    /// Starts with the misbehaving binary in the plugin directory as `file`,
+    /// run with `args` (see [`launcher_script`]); returns its pid file too.
+    async fn start_with_launched(file: &str, args: &str) -> (Harness, PathBuf) {
+        let mut pid_file = None;
+        let h = Harness::start_with(
+            |b| b,
+            |dir| pid_file = Some(launcher_script(dir, file, args)),
+        )
+        .await;
+        (h, pid_file.expect("the plugin directory was prepared"))
+    }
+
     async fn start_with(
         tweak: impl FnOnce(AdaptationBuilder) -> AdaptationBuilder,
         prepare: impl FnOnce(&Path),
@@ -965,19 +977,8 @@ async fn broken_bytes_before_registration_cost_only_that_connection() {
 
 #[tokio::test]
 async fn launched_plugin_that_never_registers() {
-    let pid_file = Mutex::new(None);
-    let h = Harness::start_with(
-        |b| b,
-        |dir| {
-            *pid_file.lock().unwrap() = Some(launcher_script(
-                dir,
-                "50-bad-launched-silent",
-                "--fault never-register",
-            ));
-        },
-    )
-    .await;
-    let pid_file = pid_file.into_inner().unwrap().unwrap();
+    let (h, pid_file) =
+        Harness::start_with_launched("50-bad-launched-silent", "--fault never-register").await;
     assert_warned("bad-launched-silent").await;
     wait_gone(&pid_file).await;
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
@@ -988,20 +989,9 @@ async fn launched_plugin_that_never_registers() {
 
 #[tokio::test]
 async fn launched_plugin_hanging_in_synchronize_at_start_up() {
-    let pid_file = Mutex::new(None);
     // `start` itself is bounded (checked by the harness).
-    let h = Harness::start_with(
-        |b| b,
-        |dir| {
-            *pid_file.lock().unwrap() = Some(launcher_script(
-                dir,
-                "50-bad-launched-sync",
-                "--fault hang --at Synchronize",
-            ));
-        },
-    )
-    .await;
-    let pid_file = pid_file.into_inner().unwrap().unwrap();
+    let (h, pid_file) =
+        Harness::start_with_launched("50-bad-launched-sync", "--fault hang --at Synchronize").await;
     assert_warned("50-bad-launched-sync").await;
     wait_gone(&pid_file).await;
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
@@ -1012,19 +1002,9 @@ async fn launched_plugin_hanging_in_synchronize_at_start_up() {
 
 #[tokio::test]
 async fn launched_plugin_that_hangs_is_killed() {
-    let pid_file = Mutex::new(None);
-    let h = Harness::start_with(
-        |b| b,
-        |dir| {
-            *pid_file.lock().unwrap() = Some(launcher_script(
-                dir,
-                "50-bad-launched-hang",
-                "--fault hang --at CreateContainer",
-            ));
-        },
-    )
-    .await;
-    let pid_file = pid_file.into_inner().unwrap().unwrap();
+    let (h, pid_file) =
+        Harness::start_with_launched("50-bad-launched-hang", "--fault hang --at CreateContainer")
+            .await;
     assert_eq!(
         h.plugin_names(),
         ["05-alpha", "50-bad-launched-hang", "90-omega"]
@@ -1041,19 +1021,9 @@ async fn launched_plugin_that_hangs_is_killed() {
 
 #[tokio::test]
 async fn launched_plugin_exiting_in_a_call_is_reaped() {
-    let pid_file = Mutex::new(None);
-    let h = Harness::start_with(
-        |b| b,
-        |dir| {
-            *pid_file.lock().unwrap() = Some(launcher_script(
-                dir,
-                "50-bad-launched-exit",
-                "--fault exit --at CreateContainer",
-            ));
-        },
-    )
-    .await;
-    let pid_file = pid_file.into_inner().unwrap().unwrap();
+    let (h, pid_file) =
+        Harness::start_with_launched("50-bad-launched-exit", "--fault exit --at CreateContainer")
+            .await;
     assert_eq!(
         h.plugin_names(),
         ["05-alpha", "50-bad-launched-exit", "90-omega"]
