@@ -4,11 +4,12 @@
 use std::sync::Weak;
 
 use async_trait::async_trait;
-use nri_adaptation::{BoxError, RuntimeHooks, Synchronizer};
+use nri_adaptation::{BoxError, FailedRequests, RuntimeHooks, Synchronizer};
 use nri_api::{ContainerEviction, ContainerUpdate};
 
 use crate::error::Error;
 use crate::nri::Core;
+use crate::outcome::FailedUpdates;
 
 /// Holds the integration weakly: the adaptation it is given to is itself
 /// owned by the integration.
@@ -59,6 +60,34 @@ impl RuntimeHooks for DomainHooks {
         updates: Vec<ContainerUpdate>,
         evictions: Vec<ContainerEviction>,
     ) -> Result<Vec<ContainerUpdate>, BoxError> {
+        Ok(self.apply(plugin, updates, evictions).await?.updates)
+    }
+
+    /// As [`update_containers`](Self::update_containers), and also reports
+    /// the evictions no domain could perform, so that the adaptation logs
+    /// each with the plugin that asked for it.
+    async fn apply_plugin_requests(
+        &self,
+        plugin: &str,
+        updates: Vec<ContainerUpdate>,
+        evictions: Vec<ContainerEviction>,
+    ) -> Result<FailedRequests, BoxError> {
+        let failed = self.apply(plugin, updates, evictions).await?;
+        Ok(FailedRequests {
+            updates: failed.updates,
+            evictions: failed.evictions,
+        })
+    }
+}
+
+impl DomainHooks {
+    /// Applies a plugin's unsolicited request through the domains.
+    async fn apply(
+        &self,
+        plugin: &str,
+        updates: Vec<ContainerUpdate>,
+        evictions: Vec<ContainerEviction>,
+    ) -> Result<FailedUpdates, BoxError> {
         let core = self.core.upgrade().ok_or(Gone)?;
         if core.domains.is_empty() {
             tracing::warn!(
@@ -78,6 +107,6 @@ impl RuntimeHooks for DomainHooks {
                 "some container updates requested by an NRI plugin failed"
             );
         }
-        Ok(failed.updates)
+        Ok(failed)
     }
 }

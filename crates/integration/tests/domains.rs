@@ -3,8 +3,12 @@
 //! container and failures go back to the plugin, and the start-up race
 //! (events before any domain is registered).
 
+// The adaptation's log capture, shared rather than copied.
+#[path = "../../adaptation/tests/capture/mod.rs"]
+mod capture;
 mod support;
 
+use capture::Captured;
 use nri_api::*;
 use nri_integration::{Error, LifecycleState};
 use support::*;
@@ -60,6 +64,49 @@ async fn synchronization_lists_every_domain() {
             "StopContainer ca",
             "RemoveContainer ca"
         ]
+    );
+    bounded(nri.stop()).await;
+}
+
+/// An eviction no domain can perform is logged by the adaptation with the
+/// plugin that asked for it (the protocol has no field to return it).
+/// Logs are captured with a thread-local subscriber: the test runs on a
+/// current-thread runtime, so the adaptation's tasks log into it.
+#[tokio::test]
+async fn failed_evictions_are_logged_with_the_plugin() {
+    let logs = Captured::default();
+    let _guard = tracing::subscriber::set_default(logs.subscriber());
+    let env = Env::new();
+    let a = TestDomain::new("a.ns").with("pa", &[("ca", Running)]);
+    let nri = env.start(std::slice::from_ref(&a)).await;
+    let log = Log::default();
+    let (_p, handle) = run_stub(Recorder::new(&log), "evicter", "10", &env.socket());
+    wait_plugins(&nri, &["10-evicter"]).await;
+
+    let failed = bounded(handle.update_containers(
+        Vec::new(),
+        vec![
+            ContainerEviction {
+                container_id: "ghost".into(),
+                reason: "make room".into(),
+            },
+            ContainerEviction {
+                container_id: "ca".into(),
+                reason: "make room".into(),
+            },
+        ],
+    ))
+    .await
+    .unwrap();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(a.applied.take(), ["evict ca"]);
+    let warned = logs.lines_with(&["failed to evict", "10-evicter", "ghost"]);
+    assert_eq!(warned.len(), 1, "{}", logs.text());
+    assert!(
+        logs.lines_with(&["failed to evict", "container=ca "])
+            .is_empty(),
+        "{}",
+        logs.text()
     );
     bounded(nri.stop()).await;
 }
