@@ -26,7 +26,10 @@
 //! * throughput of container lifecycles (create, start, stop, remove)
 //!   through 8 test plugins;
 //! * Synchronize of 1,000 and 10,000 containers with 4 KiB of annotations
-//!   each (split into several messages), every runtime/plugin pairing.
+//!   each (split into several messages), every runtime/plugin pairing;
+//! * one plugin hop (a small ttRPC call over the mux) next to a raw socket
+//!   pair round trip of the same bytes, in-process (`common/hop.rs`, the
+//!   measurement of `--bench wire`).
 //!
 //! `NRI_BENCH_QUICK=1` runs every case with few iterations (a check that the
 //! bench works; it still writes the document, marked as a quick run).
@@ -42,6 +45,9 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+#[path = "common/hop.rs"]
+mod hop;
+
 const GO_BENCH: &str = "nri-adaptation-bench";
 const RUST_BENCH: &str = env!("CARGO_BIN_EXE_nri-rs-adaptation-bench");
 const GO_PLUGIN: &str = "nri-ref-plugin";
@@ -50,6 +56,8 @@ const RUST_MIN_PLUGIN: &str = env!("CARGO_BIN_EXE_nri-rs-min-plugin");
 const GO_MIN_PLUGIN: &str = "nri-min-plugin";
 const LATENCY_TARGET: f64 = 0.5;
 const MEMORY_TARGET: f64 = 0.25;
+/// One hop over a raw socket pair round trip of the same bytes.
+const HOP_TARGET: f64 = 3.0;
 const MANY: usize = 8;
 
 /// Median and 99th percentile of one measurement, in microseconds.
@@ -132,6 +140,8 @@ struct Counts {
     lifecycles: usize,
     /// (containers, rounds)
     syncs: [(usize, usize); 2],
+    /// Round trips per case of the one-hop measurement.
+    hops: usize,
 }
 
 impl Counts {
@@ -149,6 +159,7 @@ impl Counts {
                 registrations: 3,
                 lifecycles: 100,
                 syncs: [(1000, 2), (10_000, 1)],
+                hops: 2000,
             }
         } else {
             Counts {
@@ -157,6 +168,7 @@ impl Counts {
                 registrations: 10,
                 lifecycles: 2000,
                 syncs: [(1000, 10), (10_000, 5)],
+                hops: 20_000,
             }
         }
     }
@@ -264,6 +276,9 @@ fn main() {
     let counts = Counts::from_env();
     let load_start = load_average();
     let started = Instant::now();
+    // First, while no plugin process runs: the in-process round trips are
+    // the measurement most sensitive to other load on the machine.
+    let hop = hop::measure(counts.hops);
 
     let go_bench = nri_interop::harness_bin(GO_BENCH);
     let go_plugin = nri_interop::harness_bin(GO_PLUGIN);
@@ -364,6 +379,7 @@ fn main() {
         creates,
         cycles,
         syncs,
+        hop,
     };
     let doc = render(
         &results,
@@ -387,6 +403,7 @@ struct Results {
     creates: Vec<Pair>,
     cycles: Vec<Pair>,
     syncs: Vec<(usize, Pair)>,
+    hop: hop::Hop,
 }
 
 fn met(ok: bool) -> &'static str {
@@ -469,6 +486,7 @@ fn render(
     render_lifecycle(&mut d, res, counts);
     render_sync(&mut d, res);
     render_registration(&mut d, res, counts);
+    render_hop(&mut d, &res.hop);
     d.push_str(PROFILE);
     let _ = writeln!(d, "\n## Reproducing\n");
     let _ = writeln!(
@@ -480,6 +498,59 @@ fn render(
          takes a few minutes on 2 cores after building."
     );
     d
+}
+
+fn render_hop(d: &mut String, hop: &hop::Hop) {
+    let _ = writeln!(d, "## One plugin hop against a raw socket pair\n");
+    let _ = writeln!(
+        d,
+        "{} round trips per case (after {} warm-up). One hop is `Plugin.StartContainer` \
+         ({} B request, empty reply) from a ttRPC client to a ttRPC server, each on its own \
+         mux over one end of a Unix socket pair, in one process; the raw case echoes the same \
+         byte counts ({} out, {} back) over a bare socket pair. Rust: nri-ttrpc and nri-mux \
+         on a current-thread tokio runtime; Go: ttrpc and the NRI multiplexer of the official \
+         module in `nri-wire-bench` ({}, GOMAXPROCS={}).\n",
+        hop.iterations,
+        hop.iterations / 10,
+        hop.request_payload_bytes,
+        hop.trunk_bytes.0,
+        hop.trunk_bytes.1,
+        hop.go.go_version,
+        hop.go.gomaxprocs
+    );
+    let _ = writeln!(
+        d,
+        "Target: one hop ≤ {HOP_TARGET}× the raw socket pair round trip (median).\n"
+    );
+    let _ = writeln!(
+        d,
+        "| | Rust median | p99 | Go median | p99 | median R/G | p99 R/G |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    for (name, rust, go) in [
+        (
+            "ttRPC over mux (one hop)",
+            hop.rust_ttrpc_over_mux,
+            hop.go.ttrpc_over_mux,
+        ),
+        ("raw socket pair echo", hop.rust_raw, hop.go.raw),
+    ] {
+        let _ = writeln!(
+            d,
+            "| {name} | {:.2} µs | {:.2} µs | {:.2} µs | {:.2} µs | {:.2} | {:.2} |",
+            rust.median_us,
+            rust.p99_us,
+            go.median_us,
+            go.p99_us,
+            rust.median_us / go.median_us,
+            rust.p99_us / go.p99_us
+        );
+    }
+    let (rust, go) = hop.over_raw();
+    let _ = writeln!(
+        d,
+        "\nOne hop over the raw round trip, median: Rust {rust:.2}× ({}), Go {go:.2}×.\n",
+        met(rust <= HOP_TARGET)
+    );
 }
 
 fn render_create(d: &mut String, res: &Results, counts: Counts) {
