@@ -25,9 +25,11 @@ fuzz_target!(|data: &[u8]| {
             ..
         }) => {
             assert!(!message.is_empty());
-            // YAML breaks lines at \n, \r\n and a lone \r; the end of the
-            // stream may be reported on the line after the last one.
-            let lines = text.replace("\r\n", "\n").matches(['\n', '\r']).count() + 2;
+            // The parser (YAML 1.1) breaks lines at \n, \r\n, a lone \r and
+            // the Unicode breaks NEL, LS and PS; the end of the stream may be
+            // reported on the line after the last one.
+            let breaks = ['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'];
+            let lines = text.replace("\r\n", "\n").matches(breaks).count() + 2;
             assert!(line <= lines, "line {line} of {lines}: {message}");
             assert!(line > 0 || column == 0, "{line}:{column}: {message}");
         }
