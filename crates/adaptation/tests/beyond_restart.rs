@@ -12,19 +12,18 @@
 mod capture;
 mod support;
 
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nri_adaptation::{
-    Adaptation, BoxError, Error, Metrics, PluginKind, RestartPolicy, RuntimeHooks, Synchronizer,
+    Adaptation, BoxError, Error, PluginKind, RestartPolicy, RuntimeHooks, Synchronizer,
 };
 use nri_api::*;
 use nri_stub::{ConfigureInfo, Context, CreateContainerResult, Plugin, Stub};
-use support::{bounded, container, pod, Env};
-use tokio::sync::{watch, Semaphore};
+use support::{bounded, container, pod, Env, Restarts};
+use tokio::sync::Semaphore;
 
 // ---- the plugin ----
 
@@ -92,26 +91,6 @@ impl RuntimeHooks for Gated {
     }
 }
 
-/// Counts restarts per plugin.
-#[derive(Default)]
-struct Restarts(Mutex<Option<watch::Sender<usize>>>);
-
-impl Restarts {
-    fn watch(&self) -> watch::Receiver<usize> {
-        let (tx, rx) = watch::channel(0);
-        *self.0.lock().unwrap() = Some(tx);
-        rx
-    }
-}
-
-impl Metrics for Restarts {
-    fn record_plugin_restart(&self, _plugin: &str) {
-        if let Some(tx) = &*self.0.lock().unwrap() {
-            tx.send_modify(|n| *n += 1);
-        }
-    }
-}
-
 struct Setup {
     env: Env,
     /// The plugin's state directory (its configuration).
@@ -124,21 +103,7 @@ impl Setup {
     /// A plugin directory with this binary as `10-<name>`.
     fn new(name: &str) -> Setup {
         let env = Env::new();
-        let dir = env.plugin_dir();
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::create_dir_all(env.conf_dir()).unwrap();
-        symlink(
-            std::env::current_exe().unwrap(),
-            dir.join(format!("10-{name}")),
-        )
-        .unwrap();
-        let state = env.dir.path().join("state");
-        std::fs::create_dir_all(&state).unwrap();
-        std::fs::write(
-            env.conf_dir().join(format!("{name}.conf")),
-            state.display().to_string(),
-        )
-        .unwrap();
+        let state = env.install_self_as_plugin(name);
         Setup {
             env,
             state,

@@ -14,17 +14,16 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nri_adaptation::{Adaptation, BoxError, Metrics, RestartPolicy, RuntimeHooks, Synchronizer};
+use nri_adaptation::{Adaptation, BoxError, RestartPolicy, RuntimeHooks, Synchronizer};
 use nri_api::*;
 use nri_stub::{ConfigureInfo, Context, Plugin, Stub};
-use support::{bounded, container, pod, Env};
-use tokio::sync::{mpsc, watch, Semaphore};
+use support::{bounded, container, pod, Env, Restarts};
+use tokio::sync::{mpsc, Semaphore};
 
 // ---- the plugin ----
 
@@ -188,26 +187,6 @@ impl RuntimeHooks for Gated {
     }
 }
 
-/// Counts restarts.
-#[derive(Default)]
-struct Restarts(Mutex<Option<watch::Sender<usize>>>);
-
-impl Restarts {
-    fn watch(&self) -> watch::Receiver<usize> {
-        let (tx, rx) = watch::channel(0);
-        *self.0.lock().unwrap() = Some(tx);
-        rx
-    }
-}
-
-impl Metrics for Restarts {
-    fn record_plugin_restart(&self, _plugin: &str) {
-        if let Some(tx) = &*self.0.lock().unwrap() {
-            tx.send_modify(|n| *n += 1);
-        }
-    }
-}
-
 struct Setup {
     env: Env,
     /// The plugin's state directory (its configuration).
@@ -221,17 +200,7 @@ impl Setup {
     /// A plugin directory with this binary as `10-recorder`.
     fn new() -> Setup {
         let env = Env::new();
-        let dir = env.plugin_dir();
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::create_dir_all(env.conf_dir()).unwrap();
-        symlink(std::env::current_exe().unwrap(), dir.join("10-recorder")).unwrap();
-        let state = env.dir.path().join("state");
-        std::fs::create_dir_all(&state).unwrap();
-        std::fs::write(
-            env.conf_dir().join("recorder.conf"),
-            state.display().to_string(),
-        )
-        .unwrap();
+        let state = env.install_self_as_plugin("recorder");
         let (tx, listed) = mpsc::unbounded_channel();
         Setup {
             env,

@@ -187,3 +187,48 @@ pub fn container(id: &str, pod: &str) -> Container {
         ..Default::default()
     }
 }
+
+impl Env {
+    /// Installs the running test binary as the launched plugin
+    /// `10-<name>`, with a state directory whose path is the plugin's
+    /// configuration (`<name>.conf`); returns that directory.
+    pub fn install_self_as_plugin(&self, name: &str) -> PathBuf {
+        let dir = self.plugin_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(self.conf_dir()).unwrap();
+        std::os::unix::fs::symlink(
+            std::env::current_exe().unwrap(),
+            dir.join(format!("10-{name}")),
+        )
+        .unwrap();
+        let state = self.dir.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(
+            self.conf_dir().join(format!("{name}.conf")),
+            state.display().to_string(),
+        )
+        .unwrap();
+        state
+    }
+}
+
+/// Metrics that count plugin restarts, watched by a test.
+#[derive(Default)]
+pub struct Restarts(Mutex<Option<tokio::sync::watch::Sender<usize>>>);
+
+impl Restarts {
+    /// A receiver of the number of restarts recorded from now on.
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<usize> {
+        let (tx, rx) = tokio::sync::watch::channel(0);
+        *self.0.lock().unwrap() = Some(tx);
+        rx
+    }
+}
+
+impl nri_adaptation::Metrics for Restarts {
+    fn record_plugin_restart(&self, _plugin: &str) {
+        if let Some(tx) = &*self.0.lock().unwrap() {
+            tx.send_modify(|n| *n += 1);
+        }
+    }
+}
