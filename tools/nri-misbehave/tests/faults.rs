@@ -1002,37 +1002,25 @@ async fn launched_plugin_hanging_in_synchronize_at_start_up() {
 
 #[tokio::test]
 async fn launched_plugin_that_hangs_is_killed() {
-    let (h, pid_file) =
-        Harness::start_with_launched("50-bad-launched-hang", "--fault hang --at CreateContainer")
-            .await;
-    assert_eq!(
-        h.plugin_names(),
-        ["05-alpha", "50-bad-launched-hang", "90-omega"]
-    );
-    let reply = h.create("c1").await.unwrap();
-    assert_healthy_adjustments(&reply);
-    assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
-    assert_warned("50-bad-launched-hang").await;
-    wait_gone(&pid_file).await;
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    launched_plugin_failing_in_create("50-bad-launched-hang", "hang").await;
 }
 
 #[tokio::test]
 async fn launched_plugin_exiting_in_a_call_is_reaped() {
+    launched_plugin_failing_in_create("50-bad-launched-exit", "exit").await;
+}
+
+/// A launched plugin with `fault` in CreateContainer is dropped from the
+/// call, which still carries the healthy plugins' adjustments, and its
+/// process is gone afterwards (killed and reaped: no zombie left behind).
+async fn launched_plugin_failing_in_create(file: &str, fault: &str) {
     let (h, pid_file) =
-        Harness::start_with_launched("50-bad-launched-exit", "--fault exit --at CreateContainer")
-            .await;
-    assert_eq!(
-        h.plugin_names(),
-        ["05-alpha", "50-bad-launched-exit", "90-omega"]
-    );
+        Harness::start_with_launched(file, &format!("--fault {fault} --at CreateContainer")).await;
+    assert_eq!(h.plugin_names(), ["05-alpha", file, "90-omega"]);
     let reply = h.create("c1").await.unwrap();
     assert_healthy_adjustments(&reply);
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
-    assert_warned("50-bad-launched-exit").await;
-    // No zombie left behind.
+    assert_warned(file).await;
     wait_gone(&pid_file).await;
     h.assert_healthy().await;
     h.assert_state_kept().await;
