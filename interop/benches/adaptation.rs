@@ -43,10 +43,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use machine::{cpu_model, nproc};
 use serde::Deserialize;
 
 #[path = "common/hop.rs"]
 mod hop;
+#[path = "common/machine.rs"]
+mod machine;
 
 const GO_BENCH: &str = "nri-adaptation-bench";
 const RUST_BENCH: &str = env!("CARGO_BIN_EXE_nri-rs-adaptation-bench");
@@ -994,22 +997,6 @@ fn load_average() -> String {
         .ok()
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
         .unwrap_or_else(|| "unknown".into())
-}
-
-fn nproc() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 fn mem_total() -> String {

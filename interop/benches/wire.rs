@@ -9,8 +9,11 @@
 
 #[path = "common/hop.rs"]
 mod hop;
+#[path = "common/machine.rs"]
+mod machine;
 
 use hop::Latency;
+use machine::{cpu_model, nproc};
 
 fn main() {
     let iters: usize = std::env::var("NRI_WIRE_BENCH_ITERS")
@@ -57,20 +60,4 @@ fn row(name: &str, rust: Latency, go: Latency) {
         rust.median_us / go.median_us,
         rust.p99_us / go.p99_us,
     );
-}
-
-fn nproc() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }
