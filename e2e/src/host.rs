@@ -1,0 +1,294 @@
+//! What the machine must offer, what the suites install, and the processes they
+//! start.
+
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{flock, FlockOperation};
+use rustix::process::{kill_process_group, Pid, Signal};
+
+use crate::{E2eError, Result};
+
+/// Whether a suite that cannot run must fail (`NRI_E2E_REQUIRED=1`, set by CI)
+/// rather than print a `SKIPPED` line.
+pub fn required() -> bool {
+    matches!(
+        std::env::var("NRI_E2E_REQUIRED").as_deref(),
+        Ok("1") | Ok("true")
+    )
+}
+
+/// Checks that the machine can run a suite and installs the Debian packages it
+/// needs. Returns false (after printing one `SKIPPED` line) when it cannot and
+/// [`required`] is off; panics with the reason when it is on.
+///
+/// ```no_run
+/// if !nri_e2e::host::prepare("containerd", &["runc"]) {
+///     return; // printed: SKIPPED e2e containerd: ...
+/// }
+/// ```
+pub fn prepare(suite: &str, packages: &[&str]) -> bool {
+    match check_and_install(packages) {
+        Ok(()) => true,
+        Err(reason) if required() => {
+            panic!("e2e {suite} cannot run and NRI_E2E_REQUIRED is set: {reason}")
+        }
+        Err(reason) => {
+            println!("SKIPPED e2e {suite}: {reason}");
+            eprintln!("SKIPPED e2e {suite}: {reason}");
+            false
+        }
+    }
+}
+
+fn check_and_install(packages: &[&str]) -> Result<()> {
+    if !rustix::process::geteuid().is_root() {
+        return Err(E2eError::Unsupported(
+            "needs root (runtimes create namespaces, mounts and cgroups)".into(),
+        ));
+    }
+    let filesystems = fs::read_to_string("/proc/filesystems")
+        .map_err(|e| E2eError::io("read /proc/filesystems", e))?;
+    if !filesystems.lines().any(|l| l.trim_end().ends_with("overlay")) {
+        return Err(E2eError::Unsupported(
+            "the kernel has no overlay filesystem (containerd's snapshotter needs it)".into(),
+        ));
+    }
+    install_packages(packages)
+}
+
+/// Installs the Debian packages that are not installed yet (`apt-get install`),
+/// serialized across test processes by a lock in the cache directory.
+pub fn install_packages(packages: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| !package_installed(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let _lock = lock_file(&cache_dir()?.join(".apt.lock"))?;
+    let missing: Vec<&str> = missing
+        .into_iter()
+        .filter(|p| !package_installed(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut install = Command::new("apt-get");
+    install
+        .args(["install", "-y", "-q", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive");
+    if run(&mut install).is_err() {
+        // The package lists may be missing on a fresh machine.
+        run(Command::new("apt-get")
+            .args(["update", "-q"])
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+        run(&mut install)?;
+    }
+    Ok(())
+}
+
+fn package_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("ok installed"))
+        .unwrap_or(false)
+}
+
+/// Holds an exclusive `flock` on a file until dropped.
+#[derive(Debug)]
+pub struct FileLock(#[allow(dead_code)] File);
+
+/// Takes an exclusive lock on `path` (created if missing), waiting for it.
+pub fn lock_file(path: &Path) -> Result<FileLock> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| E2eError::io(format!("create {}", dir.display()), e))?;
+    }
+    let file =
+        File::create(path).map_err(|e| E2eError::io(format!("create {}", path.display()), e))?;
+    flock(&file, FlockOperation::LockExclusive)
+        .map_err(|e| E2eError::io(format!("lock {}", path.display()), e.into()))?;
+    Ok(FileLock(file))
+}
+
+/// Where slow-to-build tools are kept between runs: `$NRI_E2E_CACHE`, else
+/// `$HOME/.cache/nri-rs-e2e`, outside the clone. Entries are keyed by version.
+pub fn cache_dir() -> Result<PathBuf> {
+    let dir = match std::env::var_os("NRI_E2E_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            PathBuf::from(home).join(".cache").join("nri-rs-e2e")
+        }
+    };
+    fs::create_dir_all(&dir).map_err(|e| E2eError::io(format!("create {}", dir.display()), e))?;
+    Ok(dir)
+}
+
+/// Runs a command to completion; its output, or an error with everything it
+/// printed when it fails.
+pub fn run(cmd: &mut Command) -> Result<Output> {
+    let line = command_line(cmd);
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| E2eError::io(format!("run {line}"), e))?;
+    if !out.status.success() {
+        return Err(E2eError::Command {
+            command: line,
+            status: out.status.to_string(),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        });
+    }
+    Ok(out)
+}
+
+/// A command line for messages.
+pub fn command_line(cmd: &Command) -> String {
+    let mut line = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&arg.to_string_lossy());
+    }
+    line
+}
+
+/// Polls `probe` until it returns `Some`, at most `timeout`. For conditions
+/// only observable from outside (a socket appearing, a daemon answering).
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> Result<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = probe() {
+            return Ok(v);
+        }
+        if start.elapsed() >= timeout {
+            return Err(E2eError::Timeout {
+                what: what.to_owned(),
+                after: timeout,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process started by a test, in a process group of its own, with its
+/// output in a log file. Dropping it stops the whole group by pid: SIGTERM,
+/// then SIGKILL after a grace period; pass or fail.
+#[derive(Debug)]
+pub struct Daemon {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `program` with `args` and `env`, output to `log`.
+    pub fn spawn<S: AsRef<OsStr>>(
+        name: &str,
+        program: &Path,
+        args: &[S],
+        env: &[(&str, &OsStr)],
+        log: &Path,
+    ) -> Result<Daemon> {
+        let out =
+            File::create(log).map_err(|e| E2eError::io(format!("create {}", log.display()), e))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| E2eError::io(format!("clone {}", log.display()), e))?;
+        let child = Command::new(program)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| E2eError::io(format!("start {}", program.display()), e))?;
+        Ok(Daemon {
+            name: name.to_owned(),
+            child,
+            log: log.to_owned(),
+        })
+    }
+
+    /// The process id (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The name given at start.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What it logged so far.
+    pub fn log(&self) -> String {
+        fs::read(&self.log)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The log file.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends `signal` to the process only.
+    pub fn signal(&self, signal: Signal) {
+        if let Some(pid) = Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, signal);
+        }
+    }
+
+    /// Stops the process group: SIGTERM, then SIGKILL after `grace`.
+    pub fn stop(&mut self, grace: Duration) {
+        let Some(pgid) = Pid::from_raw(self.child.id() as i32) else {
+            return;
+        };
+        if self.is_running() {
+            let _ = kill_process_group(pgid, Signal::TERM);
+            let start = Instant::now();
+            while self.is_running() && start.elapsed() < grace {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        // Children that outlived the leader are killed too.
+        let _ = kill_process_group(pgid, Signal::KILL);
+        let _ = self.child.wait();
+    }
+
+    /// Kills the process group at once (SIGKILL), as a crash would.
+    pub fn crash(&mut self) {
+        if let Some(pgid) = Pid::from_raw(self.child.id() as i32) {
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(10));
+    }
+}

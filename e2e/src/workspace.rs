@@ -1,0 +1,56 @@
+//! The workspace's own binaries, built with the cargo that runs the tests,
+//! into the same target directory (so a test run reuses what `cargo test`
+//! already built).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::host::run;
+use crate::Result;
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(Path::to_path_buf).unwrap_or(manifest)
+}
+
+/// The target directory and profile of the running test binary.
+pub fn target_and_profile() -> (PathBuf, String) {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|d| root().join(d))
+        .unwrap_or_else(|| root().join("target"));
+    // The test binary lives in <target>/<profile>/deps/.
+    let profile = std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.parent()?
+                .parent()?
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "debug".into());
+    (target, profile)
+}
+
+/// Builds the binaries `bins` of package `package` and returns their paths,
+/// in the order given.
+///
+/// ```no_run
+/// let bins = nri_e2e::workspace::build_bins("nri-plugin-logger", &["nri-logger"]).unwrap();
+/// assert!(bins[0].is_file());
+/// ```
+pub fn build_bins(package: &str, bins: &[&str]) -> Result<Vec<PathBuf>> {
+    let (target, profile) = target_and_profile();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(root())
+        .env("CARGO_TARGET_DIR", &target)
+        .args(["build", "--quiet", "--locked", "-p", package]);
+    for bin in bins {
+        cmd.args(["--bin", bin]);
+    }
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    run(&mut cmd)?;
+    Ok(bins.iter().map(|b| target.join(&profile).join(b)).collect())
+}
