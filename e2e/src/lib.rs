@@ -19,6 +19,7 @@
 pub mod containerd;
 pub mod host;
 pub mod image;
+pub mod plugins;
 pub mod workspace;
 
 /// Errors of the set-up helpers.

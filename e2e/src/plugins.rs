@@ -1,0 +1,76 @@
+//! The workspace's plugins as the suites run them: built once per test
+//! process, installed as pre-installed plugins or started as external ones.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::host::Daemon;
+use crate::workspace::build_bins;
+use crate::{E2eError, Result};
+
+/// Packages and binaries the suites use.
+const BINARIES: &[(&str, &[&str])] = &[
+    ("nri-plugin-logger", &["nri-logger"]),
+    ("nri-plugin-ulimit-adjuster", &["nri-ulimit-adjuster"]),
+    ("nri-plugin-device-injector", &["nri-device-injector"]),
+    ("nri-plugin-hook-injector", &["nri-hook-injector"]),
+    (
+        "nri-plugin-v010-adapter",
+        &["nri-v010-adapter", "nri-v010-test-clearcfs"],
+    ),
+    ("nri-plugin-default-validator", &["nri-default-validator"]),
+    (
+        "nri-plugin-network-device-injector",
+        &["nri-network-device-injector"],
+    ),
+    ("nri-plugin-template", &["nri-template"]),
+    ("nri-plugin-writable-cgroups", &["nri-writable-cgroups"]),
+    ("nri-misbehave", &["nri-misbehave"]),
+];
+
+/// The path of workspace binary `bin` (one of the sample plugins, their test
+/// programs, or `nri-misbehave`). All are built on the first call.
+pub fn bin(bin: &str) -> Result<PathBuf> {
+    static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    let dir = BUILT
+        .get_or_init(|| {
+            let mut dir = None;
+            for (package, bins) in BINARIES {
+                let paths = build_bins(package, bins).map_err(|e| e.to_string())?;
+                dir = paths
+                    .first()
+                    .and_then(|p| p.parent())
+                    .map(Path::to_path_buf);
+            }
+            dir.ok_or_else(|| "no binaries".to_owned())
+        })
+        .as_ref()
+        .map_err(|e| E2eError::Unsupported(format!("building the plugins failed: {e}")))?;
+    let path = dir.join(bin);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(E2eError::Unsupported(format!(
+            "{} was not built (not in the suite's list?)",
+            path.display()
+        )))
+    }
+}
+
+/// Starts an external plugin: `program` with `args`, logging to
+/// `<log_dir>/<name>.log` (`RUST_LOG=debug`).
+pub fn start_external<S: AsRef<OsStr>>(
+    name: &str,
+    program: &Path,
+    args: &[S],
+    log_dir: &Path,
+) -> Result<Daemon> {
+    Daemon::spawn(
+        name,
+        program,
+        args,
+        &[("RUST_LOG", OsStr::new("debug"))],
+        &log_dir.join(format!("{name}.log")),
+    )
+}
