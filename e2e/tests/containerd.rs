@@ -410,3 +410,541 @@ fn sample_plugins_external_containerd_1_7() {
 fn sample_plugins_preinstalled_containerd_1_7() {
     samples_preinstalled(CONTAINERD_17_VERSION);
 }
+
+// ---------------------------------------------------------------------------
+// Item 1 (errors): a plugin's error reaches the CRI client word for word.
+
+#[test]
+fn plugin_errors_reach_the_cri_client() {
+    if !prepare() {
+        return;
+    }
+    let f = Fixtures::new();
+    let ctrd = Containerd::start(Options::default()).unwrap();
+    let crictl = ctrd.crictl();
+    let socket = ctrd.layout().nri_socket.to_string_lossy().into_owned();
+    let validator_config = f.dir.path().join("validator.yaml");
+    fs::write(&validator_config, "rejectOCIHookAdjustment: true\n").unwrap();
+    let v = validator_config.to_string_lossy().into_owned();
+    let hooks = f.hooks_dir().to_string_lossy().into_owned();
+    let mut plugins = Vec::new();
+    for (idx, name, program, extra) in [
+        ("20", "ulimit-adjuster", "nri-ulimit-adjuster", vec![]),
+        ("25", "netdev", "nri-network-device-injector", vec![]),
+        (
+            "40",
+            "hook-injector",
+            "nri-hook-injector",
+            vec!["-hooks-dir", &hooks],
+        ),
+        (
+            "90",
+            "validator",
+            "nri-default-validator",
+            vec!["-config", &v],
+        ),
+    ] {
+        let mut args = vec!["-idx", idx, "-name", name, socket_flag(program), &socket];
+        args.extend(extra);
+        let mut p = start_external(name, &bin(program).unwrap(), &args, f.dir.path()).unwrap();
+        wait_registered(&ctrd, &format!("{idx}-{name}"), &mut p);
+        plugins.push(p);
+    }
+
+    // ulimit-adjuster refuses an unknown rlimit type.
+    let pod = PodSpec::new("bad-ulimit").annotation(
+        "ulimits.noderesource.dev/container.c0",
+        "- type: ULIMIT_NOFILE\n  hard: 10\n",
+    );
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let err = crictl
+        .try_create_container(&pod_id, &pod, &ContainerSpec::new("c0"))
+        .expect_err("the container must not be created");
+    assert!(
+        err.stderr
+            .contains(r#"failed to parse type: \"ULIMIT_NOFILE\""#),
+        "{}",
+        err.stderr
+    );
+    assert!(crictl.call(&["ps", "-a", "-q"]).unwrap().is_empty());
+
+    // network-device-injector refuses a device for a pod on the host network.
+    let pod =
+        PodSpec::new("bad-netdev").annotation("netdevice.noderesource.dev", "- name: e2e-none0\n");
+    let err = crictl
+        .try_run_pod(&pod)
+        .expect_err("the pod must not start");
+    assert!(
+        err.stderr
+            .contains("trying to inject network device on host network Pod"),
+        "{}",
+        err.stderr
+    );
+
+    // The default validator, as a plugin, rejects the hook-injector's hook.
+    let pod = PodSpec::new("hooked").annotation("e2e.nri-rs.dev/hook", "yes");
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let err = crictl
+        .try_create_container(&pod_id, &pod, &ContainerSpec::new("c0"))
+        .expect_err("the validator must reject the container");
+    assert!(
+        err.stderr.contains(
+            r#"validation error: plugin \"40-hook-injector\" attempted restricted OCI hook injection"#
+        ),
+        "{}",
+        err.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Item 2: the logger sees every event of a full lifecycle, in order.
+
+/// The events the logger logged, in order (`Event: tag:` lines open the dump
+/// of each object; consecutive dumps of one event count once).
+fn logged_events(log: &str) -> Vec<String> {
+    let mut events: Vec<String> = Vec::new();
+    for line in log.lines() {
+        let Some((_, rest)) = line.split_once("nri_plugin_logger::plugin: ") else {
+            continue;
+        };
+        let Some((event, tail)) = rest.split_once(": ") else {
+            continue;
+        };
+        let is_tag = tail.ends_with(':') && !tail.starts_with(' ');
+        if is_tag
+            && event.chars().all(|c| c.is_ascii_alphabetic())
+            && events.last().map(String::as_str) != Some(event)
+        {
+            events.push(event.to_owned());
+        }
+    }
+    events
+}
+
+fn logger_lifecycle(version: &str, expected: &[&str]) {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ctrd = Containerd::start(Options {
+        version: version.into(),
+        ..Options::default()
+    })
+    .unwrap();
+    let crictl = ctrd.crictl();
+    let log = dir.path().join("events.log");
+    let socket = ctrd.layout().nri_socket.to_string_lossy().into_owned();
+    let mut logger = start_external(
+        "logger",
+        &bin("nri-logger").unwrap(),
+        &[
+            "-idx",
+            "10",
+            "-name",
+            "logger",
+            "-socket",
+            &socket,
+            "-log-file",
+            &log.to_string_lossy(),
+        ],
+        dir.path(),
+    )
+    .unwrap();
+    wait_registered(&ctrd, "10-logger", &mut logger);
+
+    let pod = PodSpec::new("lifecycle");
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let id = crictl
+        .run_container(&pod_id, &pod, &ContainerSpec::new("c0"))
+        .unwrap();
+    crictl.call(&["update", "--cpu-share", "512", &id]).unwrap();
+    assert_eq!(crictl.cgroup_file(&id, "cpu", "cpu.shares").unwrap(), "512");
+    crictl.call(&["stop", &id]).unwrap();
+    crictl.call(&["rm", &id]).unwrap();
+    crictl.call(&["stopp", &pod_id]).unwrap();
+    crictl.call(&["rmp", &pod_id]).unwrap();
+
+    let last = *expected.last().unwrap();
+    let events = wait_for("the logger to log the pod's removal", WAIT, || {
+        let text = fs::read_to_string(&log).ok()?;
+        let events = logged_events(&text);
+        events.iter().any(|e| e == last).then_some(events)
+    })
+    .unwrap();
+    assert_eq!(events, expected, "containerd {version}");
+}
+
+#[test]
+fn logger_sees_a_full_lifecycle_in_order_containerd_2() {
+    logger_lifecycle(
+        CONTAINERD_VERSION,
+        &[
+            "Synchronize",
+            "RunPodSandbox",
+            "CreateContainer",
+            "ValidateContainerAdjustment",
+            "PostCreateContainer",
+            "StartContainer",
+            "PostStartContainer",
+            "UpdateContainer",
+            "PostUpdateContainer",
+            "StopContainer",
+            "RemoveContainer",
+            "StopPodSandbox",
+            "RemovePodSandbox",
+        ],
+    );
+}
+
+#[test]
+fn logger_sees_a_full_lifecycle_in_order_containerd_1_7() {
+    // NRI v0.8 (containerd 1.7) has no validation.
+    logger_lifecycle(
+        CONTAINERD_17_VERSION,
+        &[
+            "Synchronize",
+            "RunPodSandbox",
+            "CreateContainer",
+            "PostCreateContainer",
+            "StartContainer",
+            "PostStartContainer",
+            "UpdateContainer",
+            "PostUpdateContainer",
+            "StopContainer",
+            "RemoveContainer",
+            "StopPodSandbox",
+            "RemovePodSandbox",
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The probe plugin (a binary of this crate): records events as JSON lines.
+
+struct Probe {
+    process: Daemon,
+    record: PathBuf,
+}
+
+impl Probe {
+    fn start(ctrd: &Containerd, dir: &Path, name: &str, extra: &[&str]) -> Probe {
+        let record = dir.join(format!("{name}.jsonl"));
+        let socket = ctrd.layout().nri_socket.to_string_lossy().into_owned();
+        let r = record.to_string_lossy().into_owned();
+        let mut args = vec![
+            "--socket", &socket, "--name", name, "--idx", "50", "--record", &r,
+        ];
+        args.extend_from_slice(extra);
+        let process = start_external(
+            name,
+            Path::new(env!("CARGO_BIN_EXE_nri-e2e-probe")),
+            &args,
+            dir,
+        )
+        .unwrap();
+        Probe { process, record }
+    }
+
+    fn records(&self) -> Vec<serde_json::Value> {
+        fs::read_to_string(&self.record)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn events(&self, event: &str) -> Vec<serde_json::Value> {
+        self.records()
+            .into_iter()
+            .filter(|r| r["event"] == event)
+            .collect()
+    }
+}
+
+fn ids(v: &serde_json::Value) -> Vec<String> {
+    let mut ids: Vec<String> = v
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+// ---------------------------------------------------------------------------
+// Item 3: an unsolicited UpdateContainers changes a running container's cgroup.
+
+#[test]
+fn unsolicited_update_changes_the_cgroup() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ctrd = Containerd::start(Options::default()).unwrap();
+    let crictl = ctrd.crictl();
+    let mut probe = Probe::start(&ctrd, dir.path(), "probe", &[]);
+    wait_registered(&ctrd, "50-probe", &mut probe.process);
+
+    let pod = PodSpec::new("updated").annotation("e2e.nri-rs.dev/cpu-shares.c0", "777");
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let id = crictl
+        .run_container(
+            &pod_id,
+            &pod,
+            &ContainerSpec::new("c0").resources(serde_json::json!({"cpu_shares": 256})),
+        )
+        .unwrap();
+    let result = wait_for("the probe's update to be answered", WAIT, || {
+        probe.events("UpdateContainersResult").into_iter().next()
+    })
+    .unwrap();
+    assert_eq!(result["failed"], 0, "{result}");
+    assert_eq!(result["container"], id.as_str());
+    // The runtime applied it before answering: the cgroup holds the value.
+    assert_eq!(crictl.cgroup_file(&id, "cpu", "cpu.shares").unwrap(), "777");
+}
+
+// ---------------------------------------------------------------------------
+// Item 4: the default validator with required_plugins.
+
+#[test]
+fn required_plugin_gates_container_creation() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ctrd = Containerd::start(Options {
+        default_validator: Some(vec!["e2e-required".into()]),
+        ..Options::default()
+    })
+    .unwrap();
+    let crictl = ctrd.crictl();
+    let pod = PodSpec::new("gated");
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let err = crictl
+        .try_create_container(&pod_id, &pod, &ContainerSpec::new("c0"))
+        .expect_err("no container while the required plugin is absent");
+    assert!(
+        err.stderr
+            .contains(r#"validation error: required plugin \"e2e-required\" not present"#),
+        "{}",
+        err.stderr
+    );
+    assert!(crictl.call(&["ps", "-a", "-q"]).unwrap().is_empty());
+
+    let mut probe = Probe::start(&ctrd, dir.path(), "e2e-required", &[]);
+    wait_registered(&ctrd, "50-e2e-required", &mut probe.process);
+    let id = crictl
+        .run_container(&pod_id, &pod, &ContainerSpec::new("c0"))
+        .unwrap();
+    assert_eq!(crictl.running_containers().unwrap(), [id]);
+}
+
+// ---------------------------------------------------------------------------
+// Item 5: containerd restarted; plugins reconnect and resynchronize.
+
+#[test]
+fn restarted_containerd_resynchronizes_reconnecting_plugins() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctrd = Containerd::start(Options::default()).unwrap();
+    let crictl = ctrd.crictl();
+    let socket = ctrd.layout().nri_socket.to_string_lossy().into_owned();
+    let mut probe = Probe::start(&ctrd, dir.path(), "probe", &[]);
+    wait_registered(&ctrd, "50-probe", &mut probe.process);
+    // A sample plugin with its defaults: it reconnects.
+    let mut logger = start_external(
+        "logger",
+        &bin("nri-logger").unwrap(),
+        &[
+            "-idx",
+            "10",
+            "-name",
+            "logger",
+            "-socket",
+            &socket,
+            "-add-env",
+            "NRI_LOGGER",
+        ],
+        dir.path(),
+    )
+    .unwrap();
+    wait_registered(&ctrd, "10-logger", &mut logger);
+
+    let kept = PodSpec::new("kept");
+    let kept_id = crictl.run_pod(&kept).unwrap();
+    let kept_ctr = crictl
+        .run_container(&kept_id, &kept, &ContainerSpec::new("c0"))
+        .unwrap();
+    let gone = PodSpec::new("gone");
+    let gone_id = crictl.run_pod(&gone).unwrap();
+    crictl
+        .run_container(&gone_id, &gone, &ContainerSpec::new("c0"))
+        .unwrap();
+    crictl.call(&["rmp", "-f", &gone_id]).unwrap();
+    // A container created and stopped stays known to the runtime, not running.
+    let stopped = crictl
+        .run_container(&kept_id, &kept, &ContainerSpec::new("stopped"))
+        .unwrap();
+    crictl.call(&["stop", &stopped]).unwrap();
+
+    assert_eq!(probe.events("Synchronize").len(), 1);
+    ctrd.restart().unwrap();
+    wait_registered(&ctrd, "50-probe", &mut probe.process);
+    wait_registered(&ctrd, "10-logger", &mut logger);
+
+    let syncs = probe.events("Synchronize");
+    assert_eq!(syncs.len(), 2, "{syncs:?}");
+    let pods = crictl.ready_pods().unwrap();
+    assert_eq!(pods, std::slice::from_ref(&kept_id));
+    assert_eq!(ids(&syncs[1]["pods"]), pods, "{}", syncs[1]);
+    // NRI lists the runtime's containers, the stopped one included (it still
+    // exists in containerd); the removed pod's container is not listed.
+    let mut all = vec![kept_ctr.clone(), stopped.clone()];
+    all.sort();
+    assert_eq!(ids(&syncs[1]["containers"]), all, "{}", syncs[1]);
+    assert_eq!(crictl.running_containers().unwrap(), [kept_ctr]);
+
+    // The logger is back in the chain: a new container gets its variable.
+    let id = crictl
+        .run_container(&kept_id, &kept, &ContainerSpec::new("after"))
+        .unwrap();
+    let environ = crictl.exec(&id, &["cat", "/proc/1/environ"]).unwrap();
+    assert!(
+        environ.split('\0').any(|e| e.starts_with("NRI_LOGGER=")),
+        "{environ:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Item 6: a plugin killed or hung mid-call.
+
+/// What containerd does with the CreateContainer during which a plugin hangs
+/// or dies, and with the ones after it.
+fn faulty_plugin(kill_instead_of_timeout: bool) {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ctrd = Containerd::start(Options::default()).unwrap();
+    let crictl = ctrd.crictl();
+    let mut probe = Probe::start(
+        &ctrd,
+        dir.path(),
+        "stuck",
+        &["--hang-create", "c0", "--once"],
+    );
+    wait_registered(&ctrd, "50-stuck", &mut probe.process);
+    let pod = PodSpec::new("faulty");
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let create = {
+        let crictl = crictl.clone();
+        let pod = pod.clone();
+        let pod_id = pod_id.clone();
+        std::thread::spawn(move || {
+            crictl.try_create_container(&pod_id, &pod, &ContainerSpec::new("c0"))
+        })
+    };
+    // The plugin got the request and does not answer.
+    wait_for("the plugin to be called", WAIT, || {
+        (!probe.events("CreateContainer").is_empty()).then_some(())
+    })
+    .unwrap();
+    if kill_instead_of_timeout {
+        probe.process.crash();
+    }
+    // A plugin that is not a validator: containerd drops it and creates the
+    // container without it (after the 2 s request timeout when it hangs).
+    let c0 = create
+        .join()
+        .unwrap()
+        .expect("c0 is created without the plugin");
+    crictl.call(&["start", &c0]).unwrap();
+    let c1 = crictl
+        .run_container(&pod_id, &pod, &ContainerSpec::new("c1"))
+        .unwrap();
+    let mut running = vec![c0, c1];
+    running.sort();
+    assert_eq!(crictl.running_containers().unwrap(), running);
+    let reason = if kill_instead_of_timeout {
+        "ttrpc: closed"
+    } else {
+        "context deadline exceeded"
+    };
+    let log = ctrd.log();
+    assert!(
+        log.contains(&format!(
+            "closing plugin 50-stuck, failed to handle CreateContainer request: {reason}"
+        )),
+        "{log}"
+    );
+}
+
+#[test]
+fn hung_plugin_is_dropped_and_containers_are_created() {
+    faulty_plugin(false);
+}
+
+#[test]
+fn killed_plugin_is_dropped_and_containers_are_created() {
+    faulty_plugin(true);
+}
+
+/// A plugin subscribed to ValidateContainerAdjustment that dies or hangs mid-call
+/// (`nri-misbehave`, which subscribes to every event): containerd fails the
+/// CreateContainer in flight with `validator plugin ... failed`, then creates
+/// the next ones without the plugin.
+fn faulty_validator(fault: &str, at: &str, reason: &str) {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ctrd = Containerd::start(Options::default()).unwrap();
+    let crictl = ctrd.crictl();
+    let socket = ctrd.layout().nri_socket.to_string_lossy().into_owned();
+    let mut plugin = start_external(
+        "bad",
+        &bin("nri-misbehave").unwrap(),
+        &[
+            "--fault", fault, "--at", at, "--name", "bad", "--index", "10", "--socket", &socket,
+        ],
+        dir.path(),
+    )
+    .unwrap();
+    wait_registered(&ctrd, "10-bad", &mut plugin);
+    let pod = PodSpec::new("validated");
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let err = crictl
+        .try_create_container(&pod_id, &pod, &ContainerSpec::new("c0"))
+        .expect_err("the creation in flight fails");
+    assert!(
+        err.stderr.contains(&format!(
+            "failed to get NRI adjustment for container: validator plugin 10-bad failed: {reason}"
+        )),
+        "{}",
+        err.stderr
+    );
+    let c1 = crictl
+        .run_container(&pod_id, &pod, &ContainerSpec::new("c1"))
+        .unwrap();
+    assert_eq!(crictl.running_containers().unwrap(), [c1]);
+}
+
+#[test]
+fn validator_dying_in_create_fails_that_creation_only() {
+    faulty_validator("exit", "CreateContainer", "ttrpc: closed");
+}
+
+#[test]
+fn validator_hanging_in_validation_fails_that_creation_only() {
+    faulty_validator(
+        "hang",
+        "ValidateContainerAdjustment",
+        "context deadline exceeded",
+    );
+}

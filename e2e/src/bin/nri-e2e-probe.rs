@@ -8,7 +8,11 @@
 //!
 //! ```text
 //! nri-e2e-probe --socket PATH --name NAME --idx NN --record FILE [--once]
+//!               [--hang-create CONTAINER]
 //! ```
+//!
+//! With `--hang-create`, CreateContainer of a container of that name never
+//! returns (a hung plugin); the probe is not a validator either way.
 //!
 //! It stays connected across runtime restarts unless `--once` is given.
 
@@ -26,6 +30,7 @@ const CPU_SHARES_ANNOTATION: &str = "e2e.nri-rs.dev/cpu-shares.";
 #[derive(Clone)]
 struct Probe {
     record: Arc<Mutex<std::fs::File>>,
+    hang_create: Option<String>,
 }
 
 impl Probe {
@@ -87,6 +92,9 @@ impl Plugin for Probe {
         ctr: &Container,
     ) -> nri_stub::Result<CreateContainerResult> {
         self.event("CreateContainer", pod, Some(ctr));
+        if self.hang_create.as_deref() == Some(ctr.name.as_str()) {
+            std::future::pending::<()>().await;
+        }
         Ok(CreateContainerResult::default())
     }
 
@@ -159,6 +167,7 @@ struct Args {
     idx: String,
     record: PathBuf,
     once: bool,
+    hang_create: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -168,6 +177,7 @@ fn parse_args() -> Result<Args, String> {
         idx: "50".into(),
         record: PathBuf::from("nri-e2e-probe.jsonl"),
         once: false,
+        hang_create: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -178,6 +188,7 @@ fn parse_args() -> Result<Args, String> {
             "--idx" => args.idx = value("--idx")?,
             "--record" => args.record = PathBuf::from(value("--record")?),
             "--once" => args.once = true,
+            "--hang-create" => args.hang_create = Some(value("--hang-create")?),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -206,6 +217,7 @@ async fn main() -> std::process::ExitCode {
     };
     let probe = Probe {
         record: Arc::new(Mutex::new(file)),
+        hang_create: args.hang_create,
     };
     let mut builder = Stub::builder(probe).name(args.name).index(args.idx);
     if let Some(socket) = args.socket {
