@@ -117,7 +117,7 @@ fn every_plugin_image_is_one_static_binary_on_scratch() {
         assert!(file.contains("statically linked") || file.contains("static-pie linked"), "{plugin}: {file}");
         assert!(file.contains("stripped") && !file.contains("not stripped"), "{plugin}: {file}");
         // It starts (in its usage, it is called by its path in the image).
-        let help = run(Command::new(&bin).arg("-h")).expect("plugin -h");
+        let help = run(Command::new(&bin).arg("--help")).expect("plugin --help");
         assert!(
             String::from_utf8_lossy(&help.stdout).contains("Usage: nri-plugin"),
             "{plugin}: usage"
