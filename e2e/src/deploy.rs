@@ -22,7 +22,9 @@ pub const KUSTOMIZE_VERSION: &str = "v5.5.0";
 pub fn plugins() -> Result<Vec<String>> {
     let dir = root().join("plugins");
     let mut names = Vec::new();
-    for entry in fs::read_dir(&dir).map_err(|e| E2eError::io(format!("read {}", dir.display()), e))? {
+    for entry in
+        fs::read_dir(&dir).map_err(|e| E2eError::io(format!("read {}", dir.display()), e))?
+    {
         let entry = entry.map_err(|e| E2eError::io(format!("read {}", dir.display()), e))?;
         if entry.path().join("Cargo.toml").is_file() {
             names.push(entry.file_name().to_string_lossy().into_owned());
@@ -35,8 +37,8 @@ pub fn plugins() -> Result<Vec<String>> {
 /// The workspace version (the images' tag).
 pub fn workspace_version() -> Result<String> {
     let path = root().join("Cargo.toml");
-    let text =
-        fs::read_to_string(&path).map_err(|e| E2eError::io(format!("read {}", path.display()), e))?;
+    let text = fs::read_to_string(&path)
+        .map_err(|e| E2eError::io(format!("read {}", path.display()), e))?;
     let mut in_package = false;
     for line in text.lines() {
         let line = line.trim();
@@ -146,13 +148,14 @@ impl Validator {
         let dir = tempfile::tempdir().map_err(|e| E2eError::io("create temp dir", e))?;
         let input = dir.path().join("in.yaml");
         fs::write(&input, yaml).map_err(|e| E2eError::io("write yaml", e))?;
-        let out = run(Command::new(self.venv.join("bin/python")).args([
-            "-c",
-            "import json, sys, yaml\n\
+        let out = run(Command::new(self.venv.join("bin/python"))
+            .args([
+                "-c",
+                "import json, sys, yaml\n\
              docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]\n\
              json.dump(docs, sys.stdout)",
-        ])
-        .arg(&input))?;
+            ])
+            .arg(&input))?;
         serde_json::from_slice(&out.stdout)
             .map_err(|e| E2eError::Unsupported(format!("YAML to JSON gave no JSON: {e}")))
     }
@@ -167,7 +170,12 @@ pub fn build_plugin_bins(plugins: &[String]) -> Result<Vec<PathBuf>> {
         .env("CARGO_TARGET_DIR", &target)
         .args(["build", "--quiet", "--locked"]);
     for p in plugins {
-        cmd.args(["-p", &format!("nri-plugin-{p}"), "--bin", &format!("nri-{p}")]);
+        cmd.args([
+            "-p",
+            &format!("nri-plugin-{p}"),
+            "--bin",
+            &format!("nri-{p}"),
+        ]);
     }
     if profile == "release" {
         cmd.arg("--release");

@@ -22,7 +22,9 @@ fn selected_plugins() -> Vec<String> {
     let all = deploy::plugins().expect("list plugins");
     match std::env::var("NRI_E2E_DEPLOY_PLUGINS").as_deref() {
         Ok("all") => all,
-        Ok(list) if !list.trim().is_empty() => list.split(',').map(|s| s.trim().to_owned()).collect(),
+        Ok(list) if !list.trim().is_empty() => {
+            list.split(',').map(|s| s.trim().to_owned()).collect()
+        }
         _ => DEFAULT_PLUGINS.iter().map(|s| s.to_string()).collect(),
     }
 }
@@ -56,7 +58,12 @@ fn every_plugin_image_is_one_static_binary_on_scratch() {
     let archives = work.path().join("archives");
 
     let start = Instant::now();
-    let mut args = vec!["--archive-dir", archives.to_str().unwrap(), "--tag-prefix", "localhost/nri-rs-e2e/"];
+    let mut args = vec![
+        "--archive-dir",
+        archives.to_str().unwrap(),
+        "--tag-prefix",
+        "localhost/nri-rs-e2e/",
+    ];
     args.extend(plugins.iter().map(String::as_str));
     deploy::build_images(&args, &storage).expect("deploy/build-images");
     println!(
@@ -86,18 +93,31 @@ fn every_plugin_image_is_one_static_binary_on_scratch() {
         );
         let manifest = json(&blob(&layout, manifests[0]["digest"].as_str().unwrap()));
         let layers = manifest["layers"].as_array().expect("layers");
-        assert_eq!(layers.len(), 1, "{plugin}: scratch plus one COPY is one layer");
+        assert_eq!(
+            layers.len(),
+            1,
+            "{plugin}: scratch plus one COPY is one layer"
+        );
         let layer = blob(&layout, layers[0]["digest"].as_str().unwrap());
         let layer_size = layers[0]["size"].as_u64().unwrap();
 
-        let config = json(&blob(&layout, manifest["config"]["digest"].as_str().unwrap()));
-        assert_eq!(config["config"]["Entrypoint"], serde_json::json!(["/bin/nri-plugin"]));
+        let config = json(&blob(
+            &layout,
+            manifest["config"]["digest"].as_str().unwrap(),
+        ));
+        assert_eq!(
+            config["config"]["Entrypoint"],
+            serde_json::json!(["/bin/nri-plugin"])
+        );
         assert_eq!(config["config"]["User"], "0:0");
         assert_eq!(
             config["config"]["Labels"]["org.opencontainers.image.title"],
             format!("nri-{plugin}")
         );
-        assert_eq!(config["config"]["Labels"]["org.opencontainers.image.version"], version);
+        assert_eq!(
+            config["config"]["Labels"]["org.opencontainers.image.version"],
+            version
+        );
 
         // Only the binary (and its directory) is in the layer.
         let listing = run(Command::new("tar").arg("-tzf").arg(&layer)).expect("list layer");
@@ -106,16 +126,31 @@ fn every_plugin_image_is_one_static_binary_on_scratch() {
             .map(|l| l.trim_start_matches("./").trim_end_matches('/').to_owned())
             .filter(|l| !l.is_empty())
             .collect();
-        assert_eq!(entries, ["bin", "bin/nri-plugin"], "{plugin}: layer contents");
+        assert_eq!(
+            entries,
+            ["bin", "bin/nri-plugin"],
+            "{plugin}: layer contents"
+        );
 
         let rootfs = work.path().join(format!("rootfs-{plugin}"));
         fs::create_dir_all(&rootfs).unwrap();
-        run(Command::new("tar").arg("-xzf").arg(&layer).arg("-C").arg(&rootfs)).expect("unpack layer");
+        run(Command::new("tar")
+            .arg("-xzf")
+            .arg(&layer)
+            .arg("-C")
+            .arg(&rootfs))
+        .expect("unpack layer");
         let bin = rootfs.join("bin/nri-plugin");
         let file = run(Command::new("file").arg(&bin)).expect("file");
         let file = String::from_utf8_lossy(&file.stdout);
-        assert!(file.contains("statically linked") || file.contains("static-pie linked"), "{plugin}: {file}");
-        assert!(file.contains("stripped") && !file.contains("not stripped"), "{plugin}: {file}");
+        assert!(
+            file.contains("statically linked") || file.contains("static-pie linked"),
+            "{plugin}: {file}"
+        );
+        assert!(
+            file.contains("stripped") && !file.contains("not stripped"),
+            "{plugin}: {file}"
+        );
         // It starts (in its usage, it is called by its path in the image).
         let help = run(Command::new(&bin).arg("--help")).expect("plugin --help");
         assert!(

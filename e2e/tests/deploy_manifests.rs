@@ -73,27 +73,49 @@ fn every_plugin_overlay_renders_validates_and_is_accepted_by_the_plugin() {
             .filter(|o| o["kind"] == "ConfigMap")
             .map(|o| (o["metadata"]["name"].as_str().unwrap(), o))
             .collect();
-        let daemonsets: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "DaemonSet").collect();
+        let daemonsets: Vec<&Value> = objects
+            .iter()
+            .filter(|o| o["kind"] == "DaemonSet")
+            .collect();
         assert_eq!(daemonsets.len(), 1, "{plugin}: one DaemonSet");
-        assert_eq!(objects.len(), config_maps.len() + 1, "{plugin}: only ConfigMaps besides");
+        assert_eq!(
+            objects.len(),
+            config_maps.len() + 1,
+            "{plugin}: only ConfigMaps besides"
+        );
         let ds = daemonsets[0];
         assert_eq!(ds["metadata"]["name"], format!("nri-plugin-{plugin}"));
         for o in &objects {
-            assert_eq!(o["metadata"]["namespace"], "kube-system", "{plugin}: namespace");
+            assert_eq!(
+                o["metadata"]["namespace"], "kube-system",
+                "{plugin}: namespace"
+            );
         }
         let pod = &ds["spec"]["template"]["spec"];
         assert_eq!(
             ds["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
             format!("nri-plugin-{plugin}")
         );
-        assert_eq!(pod["tolerations"], serde_json::json!([{"operator": "Exists"}]));
+        assert_eq!(
+            pod["tolerations"],
+            serde_json::json!([{"operator": "Exists"}])
+        );
         let containers = pod["containers"].as_array().unwrap();
         assert_eq!(containers.len(), 1, "{plugin}: one container");
         let c = &containers[0];
         assert_eq!(c["image"], format!("localhost/nri-rs/{plugin}:{version}"));
-        assert!(c["resources"]["requests"]["cpu"].is_string(), "{plugin}: cpu request");
-        assert!(c["resources"]["requests"]["memory"].is_string(), "{plugin}: memory request");
-        assert_eq!(c["securityContext"]["runAsUser"], 0, "{plugin}: the socket is root's");
+        assert!(
+            c["resources"]["requests"]["cpu"].is_string(),
+            "{plugin}: cpu request"
+        );
+        assert!(
+            c["resources"]["requests"]["memory"].is_string(),
+            "{plugin}: memory request"
+        );
+        assert_eq!(
+            c["securityContext"]["runAsUser"], 0,
+            "{plugin}: the socket is root's"
+        );
 
         // Every ConfigMap referenced is rendered (kustomize renames them).
         let mut env = BTreeMap::new();
@@ -109,7 +131,10 @@ fn every_plugin_overlay_renders_validates_and_is_accepted_by_the_plugin() {
         let volumes = pod["volumes"].as_array().unwrap();
         for v in volumes {
             if let Some(name) = v["configMap"]["name"].as_str() {
-                assert!(config_maps.contains_key(name), "{plugin}: volume ConfigMap {name} is not rendered");
+                assert!(
+                    config_maps.contains_key(name),
+                    "{plugin}: volume ConfigMap {name} is not rendered"
+                );
             }
         }
         // The NRI socket directory, from the host.
@@ -136,7 +161,10 @@ fn every_plugin_overlay_renders_validates_and_is_accepted_by_the_plugin() {
             .collect();
         let out = run(Command::new(bin).args(&args).arg("--help"))
             .unwrap_or_else(|e| panic!("{plugin}: rejects its manifest's arguments {args:?}: {e}"));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage:"), "{plugin}: usage");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage:"),
+            "{plugin}: usage"
+        );
         println!("{plugin}: rendered, valid for Kubernetes {KUBERNETES_VERSIONS:?}, args {args:?} accepted");
     }
 }
