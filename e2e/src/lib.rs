@@ -10,6 +10,8 @@
 //!   with the cargo that runs the tests;
 //! * [`image`]: a static busybox packed as an OCI image, built locally (no
 //!   registry is reachable from the test machines);
+//! * [`deploy`]: the sample plugins' images and Kubernetes manifests under
+//!   `deploy/`, and the tools that build and check them;
 //! * [`containerd`]: a private containerd (its own root, state, sockets, NRI
 //!   socket and plugin directories) and a `crictl` client for it.
 //!
@@ -17,6 +19,7 @@
 //! `SKIPPED` line, unless `NRI_E2E_REQUIRED=1` (set by CI), where it fails.
 
 pub mod containerd;
+pub mod deploy;
 pub mod host;
 pub mod image;
 pub mod plugins;
