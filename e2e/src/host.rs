@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{flock, FlockOperation};
-use rustix::process::{kill_process_group, Pid, Signal};
+use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 
 use crate::{E2eError, Result};
 
@@ -294,5 +294,69 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.stop(Duration::from_secs(10));
+    }
+}
+
+/// Kills every process whose command line mentions `dir` (the shims of a
+/// test's containerd name its socket there), by pid.
+pub fn kill_processes_mentioning(dir: &Path) {
+    let needle = dir.as_os_str().as_encoded_bytes();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline.windows(needle.len()).any(|w| w == needle) {
+            if let Some(pid) = Pid::from_raw(pid) {
+                let _ = kill_process(pid, Signal::KILL);
+            }
+        }
+    }
+}
+
+/// Lazily unmounts every mount point below `dir`, deepest first.
+pub fn unmount_below(dir: &Path) {
+    let Ok(info) = fs::read_to_string("/proc/self/mountinfo") else {
+        return;
+    };
+    let mut points: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|p| PathBuf::from(p.replace("\\040", " ")))
+        .filter(|p| p.starts_with(dir))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for p in points {
+        let _ = rustix::mount::unmount(&p, rustix::mount::UnmountFlags::DETACH);
+    }
+}
+
+/// Removes the test's cgroup parent in every v1 hierarchy (empty by now).
+pub fn remove_cgroups(parent: &str) {
+    let Ok(entries) = fs::read_dir("/sys/fs/cgroup") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path().join(parent.trim_start_matches('/'));
+        if dir.is_dir() {
+            // Children first; cgroup directories are removed with rmdir.
+            if let Ok(children) = fs::read_dir(&dir) {
+                for child in children.flatten() {
+                    if child.path().is_dir() {
+                        let _ = fs::remove_dir(child.path());
+                    }
+                }
+            }
+            let _ = fs::remove_dir(&dir);
+        }
     }
 }

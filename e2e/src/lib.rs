@@ -19,7 +19,10 @@
 //! `SKIPPED` line, unless `NRI_E2E_REQUIRED=1` (set by CI), where it fails.
 
 pub mod containerd;
+pub mod cri;
+pub mod crio;
 pub mod deploy;
+pub mod gobuild;
 pub mod host;
 pub mod image;
 pub mod plugins;

@@ -78,17 +78,38 @@ const CRIO: &[(&str, &str)] = &[
     ("v1.31.0", "v0.6.1"),
     ("v1.32.0", "v0.9.0"),
     ("v1.33.0", CRIO_PSEUDO_0_9_1),
-    ("v1.34.0", "v0.10.0"),
+    // The reference maps v1.34.0 and later to v0.10.0, but CRI-O v1.34.0's go.mod requires
+    // the v0.9.1 pre-release, which refuses ValidateContainerAdjustment
+    // subscriptions ("invalid plugin events: 0x2000"); decision [21].
+    ("v1.34.0", CRIO_PSEUDO_0_9_1),
+    ("v1.34.1", "v0.10.0"),
     ("v1.35.0", "v0.11.0"),
 ];
 
 /// Estimates the NRI version a runtime uses from its name (`containerd` or
-/// `cri-o`) and version (with a `v` prefix). The newest known runtime
-/// release not newer than `runtime_version` decides.
+/// `cri-o`) and version. The newest known runtime release not newer than
+/// `runtime_version` decides.
+///
+/// Unlike the Go reference, a version without the `v` prefix (CRI-O reports
+/// `1.34.0`) or with build metadata (a containerd built without release flags
+/// reports `2.4.2+unknown`) is understood: see decision [21] in
+/// `docs/decisions.md`.
+///
+/// ```
+/// use nri_api::version::infer_version_from_runtime;
+/// assert_eq!(
+///     infer_version_from_runtime("cri-o", "1.34.0").unwrap(),
+///     "v0.9.1-0.20250219030224-e597e7849f24"
+/// );
+/// assert_eq!(infer_version_from_runtime("containerd", "v1.7.35").unwrap(), "v0.8.0");
+/// assert_eq!(infer_version_from_runtime("containerd", "1.7.35+unknown").unwrap(), "v0.8.0");
+/// ```
 pub fn infer_version_from_runtime(
     runtime: &str,
     runtime_version: &str,
 ) -> Result<String, VersionError> {
+    let normalized = normalize_runtime_version(runtime_version);
+    let runtime_version = normalized.as_str();
     let table = match runtime {
         "containerd" => CONTAINERD,
         "cri-o" => CRIO,
@@ -107,6 +128,17 @@ pub fn infer_version_from_runtime(
             runtime: runtime.to_string(),
             version: runtime_version.to_string(),
         })
+}
+
+/// `1.34.0` becomes `v1.34.0`; build metadata (`+unknown`) is dropped, as
+/// semantic versioning ignores it in comparisons.
+fn normalize_runtime_version(version: &str) -> String {
+    let version = version.split_once('+').map_or(version, |(v, _)| v);
+    if version.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("v{version}")
+    } else {
+        version.to_owned()
+    }
 }
 
 /// Returns the largest candidate not greater than `version` (after removing
@@ -350,7 +382,8 @@ mod tests {
             ("v1.32.12", "v0.9.0"),
             ("v1.33.0", CRIO_PSEUDO_0_9_1),
             ("v1.33.8", CRIO_PSEUDO_0_9_1),
-            ("v1.34.0", "v0.10.0"),
+            ("v1.34.0", CRIO_PSEUDO_0_9_1),
+            ("v1.34.1", "v0.10.0"),
             ("v1.34.4", "v0.10.0"),
             ("v1.35.0", "v0.11.0"),
         ];
@@ -377,10 +410,18 @@ mod tests {
                 .to_string(),
             r#"failed to find latest version for "v1.6.9""#
         );
-        // No "v" prefix: malformed, so nothing matches.
+        // No "v" prefix, build metadata: understood (decision [21]), unlike Go.
         assert_eq!(
-            infer_version_from_runtime("containerd", "2.1.0").unwrap_err(),
-            VersionError::NoMatch("2.1.0".into())
+            infer_version_from_runtime("containerd", "2.1.0").unwrap(),
+            "v0.8.0"
+        );
+        assert_eq!(
+            infer_version_from_runtime("cri-o", "1.35.0+dev").unwrap(),
+            "v0.11.0"
+        );
+        assert_eq!(
+            infer_version_from_runtime("containerd", "1.6.9").unwrap_err(),
+            VersionError::NoMatch("v1.6.9".into())
         );
         assert_eq!(
             VersionError::UnknownRuntimeVersion {

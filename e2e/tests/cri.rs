@@ -11,10 +11,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nri_e2e::containerd::{
-    write_plugin_wrapper, ContainerSpec, Containerd, Options, PodSpec, CONTAINERD_17_VERSION,
-    CONTAINERD_VERSION, PACKAGES,
-};
+use nri_e2e::containerd::{Containerd, CONTAINERD_17_VERSION, CONTAINERD_VERSION, PACKAGES};
+use nri_e2e::cri::{write_plugin_wrapper, ContainerSpec, CriRuntime, Options, PodSpec};
+use nri_e2e::crio::Crio;
 use nri_e2e::host::{self, wait_for, Daemon};
 use nri_e2e::plugins::{bin, start_external};
 
@@ -26,20 +25,54 @@ fn prepare() -> bool {
     host::prepare("containerd", &packages)
 }
 
+fn prepare_crio() -> bool {
+    let mut packages = nri_e2e::crio::PACKAGES.to_vec();
+    packages.extend_from_slice(nri_e2e::image::PACKAGES);
+    host::prepare("cri-o", &packages)
+}
+
+/// Which runtime a shared test body runs on.
+#[derive(Clone, Copy)]
+enum Runtime {
+    Containerd(&'static str),
+    Crio,
+}
+
+impl Runtime {
+    fn prepare(self) -> bool {
+        match self {
+            Runtime::Containerd(_) => prepare(),
+            Runtime::Crio => prepare_crio(),
+        }
+    }
+
+    fn start(self, options: Options) -> Box<dyn CriRuntime> {
+        match self {
+            Runtime::Containerd(version) => Box::new(
+                Containerd::start(Options {
+                    version: version.into(),
+                    ..options
+                })
+                .unwrap(),
+            ),
+            Runtime::Crio => Box::new(Crio::start(options).unwrap()),
+        }
+    }
+}
+
 /// Waits until the external plugin `name` (`NN-name`) is registered and
 /// synchronized, as containerd itself logs it (the runtime's own view).
-fn wait_registered(ctrd: &Containerd, plugin: &str, process: &mut Daemon) {
-    let done = format!("plugin \\\"{plugin}\\\" connected and synchronized");
-    let done_plain = format!("plugin \"{plugin}\" connected and synchronized");
+fn wait_registered(ctrd: &dyn CriRuntime, plugin: &str, process: &mut Daemon) {
     wait_for(&format!("containerd to synchronize {plugin}"), WAIT, || {
         assert!(
             process.is_running(),
-            "{} exited:\n{}",
+            "{} exited:\n{}\n{} log:\n{}",
             process.name(),
-            process.log()
+            process.log(),
+            ctrd.describe(),
+            ctrd.log()
         );
-        let log = ctrd.log();
-        (log.contains(&done) || log.contains(&done_plain)).then_some(())
+        ctrd.plugin_synchronized(plugin).then_some(())
     })
     .unwrap_or_else(|e| panic!("{e}\ncontainerd log:\n{}", ctrd.log()));
 }
@@ -69,14 +102,16 @@ impl Fixtures {
             "mounted by device-injector\n",
         )
         .unwrap();
-        // The hook runs in the runtime's namespaces; it writes into the
-        // container's root filesystem, found through the bundle in its state.
+        // The hook runs in the runtime's namespaces once the container
+        // started (poststart); it writes into the container's root through
+        // /proc/<pid>/root, the pid coming from the state on its standard input.
         let hook = f.dir.path().join("hook.sh");
         fs::write(
             &hook,
-            "#!/bin/sh\nstate=$(cat)\n\
-             bundle=$(printf '%s' \"$state\" | sed -n 's/.*\"bundle\": *\"\\([^\"]*\\)\".*/\\1/p')\n\
-             echo \"hooked by $1\" > \"$bundle/rootfs/nri-hooked\"\n",
+            r#"#!/bin/sh
+pid=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+echo "hooked by $1" > "/proc/$pid/root/nri-hooked"
+"#,
         )
         .unwrap();
         chmod_x(&hook);
@@ -86,7 +121,7 @@ impl Fixtures {
                 "version": "1.0.0",
                 "hook": {"path": hook, "args": ["hook.sh", "hook-injector"]},
                 "when": {"annotations": {"e2e\\.nri-rs\\.dev/hook": "yes"}},
-                "stages": ["createRuntime"]
+                "stages": ["poststart"]
             })
             .to_string(),
         )
@@ -238,7 +273,7 @@ fn sample_pod(f: &Fixtures) -> PodSpec {
 
 /// Runs a container through every sample plugin and checks each effect where
 /// it lands.
-fn check_sample_effects(ctrd: &Containerd, f: &Fixtures) {
+fn check_sample_effects(ctrd: &dyn CriRuntime, f: &Fixtures) {
     let crictl = ctrd.crictl();
     let pod = sample_pod(f);
     let pod_id = crictl.run_pod(&pod).unwrap();
@@ -324,16 +359,13 @@ fn check_sample_effects(ctrd: &Containerd, f: &Fixtures) {
     crictl.call(&["rmp", "-f", &pod_id]).unwrap();
 }
 
-fn samples_external(version: &str) {
-    if !prepare() {
+fn samples_external(runtime: Runtime) {
+    if !runtime.prepare() {
         return;
     }
     let f = Fixtures::new();
-    let ctrd = Containerd::start(Options {
-        version: version.into(),
-        ..Options::default()
-    })
-    .unwrap();
+    let ctrd = runtime.start(Options::default());
+    let ctrd = ctrd.as_ref();
     let socket = ctrd.layout().nri_socket.to_string_lossy().into_owned();
     let mut plugins: Vec<Daemon> = Vec::new();
     for s in samples(&f) {
@@ -347,26 +379,23 @@ fn samples_external(version: &str) {
         ];
         args.extend(s.flags.iter().cloned());
         let mut p = start_external(s.name, &bin(s.bin).unwrap(), &args, f.dir.path()).unwrap();
-        wait_registered(&ctrd, &format!("{}-{}", s.idx, s.name), &mut p);
+        wait_registered(ctrd, &format!("{}-{}", s.idx, s.name), &mut p);
         plugins.push(p);
     }
-    check_sample_effects(&ctrd, &f);
+    check_sample_effects(ctrd, &f);
     for p in &mut plugins {
         assert!(p.is_running(), "{} exited:\n{}", p.name(), p.log());
     }
 }
 
-fn samples_preinstalled(version: &str) {
-    if !prepare() {
+fn samples_preinstalled(runtime: Runtime) {
+    if !runtime.prepare() {
         return;
     }
     let f = Fixtures::new();
     let wrappers = f.dir.path().join("wrappers");
     fs::create_dir_all(&wrappers).unwrap();
-    let mut options = Options {
-        version: version.into(),
-        ..Options::default()
-    };
+    let mut options = Options::default();
     for s in samples(&f) {
         let file = format!("{}-{}", s.idx, s.name);
         let program = bin(s.bin).unwrap();
@@ -385,30 +414,38 @@ fn samples_preinstalled(version: &str) {
             }
         }
     }
-    let ctrd = Containerd::start(options).unwrap();
-    check_sample_effects(&ctrd, &f);
-    // The template's drop-in configuration reached it (it logs what it got).
-    let _ = ctrd.log();
+    let ctrd = runtime.start(options);
+    check_sample_effects(ctrd.as_ref(), &f);
 }
 
 #[test]
 fn sample_plugins_external_containerd_2() {
-    samples_external(CONTAINERD_VERSION);
+    samples_external(Runtime::Containerd(CONTAINERD_VERSION));
 }
 
 #[test]
 fn sample_plugins_preinstalled_containerd_2() {
-    samples_preinstalled(CONTAINERD_VERSION);
+    samples_preinstalled(Runtime::Containerd(CONTAINERD_VERSION));
 }
 
 #[test]
 fn sample_plugins_external_containerd_1_7() {
-    samples_external(CONTAINERD_17_VERSION);
+    samples_external(Runtime::Containerd(CONTAINERD_17_VERSION));
 }
 
 #[test]
 fn sample_plugins_preinstalled_containerd_1_7() {
-    samples_preinstalled(CONTAINERD_17_VERSION);
+    samples_preinstalled(Runtime::Containerd(CONTAINERD_17_VERSION));
+}
+
+#[test]
+fn sample_plugins_external_crio() {
+    samples_external(Runtime::Crio);
+}
+
+#[test]
+fn sample_plugins_preinstalled_crio() {
+    samples_preinstalled(Runtime::Crio);
 }
 
 // ---------------------------------------------------------------------------
@@ -521,16 +558,13 @@ fn logged_events(log: &str) -> Vec<String> {
     events
 }
 
-fn logger_lifecycle(version: &str, expected: &[&str]) {
-    if !prepare() {
+fn logger_lifecycle(runtime: Runtime, expected: &[&str]) {
+    if !runtime.prepare() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ctrd = Containerd::start(Options {
-        version: version.into(),
-        ..Options::default()
-    })
-    .unwrap();
+    let ctrd = runtime.start(Options::default());
+    let ctrd = ctrd.as_ref();
     let crictl = ctrd.crictl();
     let log = dir.path().join("events.log");
     let socket = ctrd.layout().nri_socket.to_string_lossy().into_owned();
@@ -550,7 +584,7 @@ fn logger_lifecycle(version: &str, expected: &[&str]) {
         dir.path(),
     )
     .unwrap();
-    wait_registered(&ctrd, "10-logger", &mut logger);
+    wait_registered(ctrd, "10-logger", &mut logger);
 
     let pod = PodSpec::new("lifecycle");
     let pod_id = crictl.run_pod(&pod).unwrap();
@@ -571,51 +605,53 @@ fn logger_lifecycle(version: &str, expected: &[&str]) {
         events.iter().any(|e| e == last).then_some(events)
     })
     .unwrap();
-    assert_eq!(events, expected, "containerd {version}");
+    assert_eq!(events, expected, "{}", ctrd.describe());
+}
+
+/// Every event of one pod and container lifecycle, in the order the logger
+/// sees them (ValidateContainerAdjustment exists from NRI v0.10 on).
+const LIFECYCLE: &[&str] = &[
+    "Synchronize",
+    "RunPodSandbox",
+    "CreateContainer",
+    "ValidateContainerAdjustment",
+    "PostCreateContainer",
+    "StartContainer",
+    "PostStartContainer",
+    "UpdateContainer",
+    "PostUpdateContainer",
+    "StopContainer",
+    "RemoveContainer",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+];
+
+fn lifecycle_without_validation() -> Vec<&'static str> {
+    LIFECYCLE
+        .iter()
+        .copied()
+        .filter(|e| *e != "ValidateContainerAdjustment")
+        .collect()
 }
 
 #[test]
 fn logger_sees_a_full_lifecycle_in_order_containerd_2() {
-    logger_lifecycle(
-        CONTAINERD_VERSION,
-        &[
-            "Synchronize",
-            "RunPodSandbox",
-            "CreateContainer",
-            "ValidateContainerAdjustment",
-            "PostCreateContainer",
-            "StartContainer",
-            "PostStartContainer",
-            "UpdateContainer",
-            "PostUpdateContainer",
-            "StopContainer",
-            "RemoveContainer",
-            "StopPodSandbox",
-            "RemovePodSandbox",
-        ],
-    );
+    logger_lifecycle(Runtime::Containerd(CONTAINERD_VERSION), LIFECYCLE);
 }
 
 #[test]
 fn logger_sees_a_full_lifecycle_in_order_containerd_1_7() {
     // NRI v0.8 (containerd 1.7) has no validation.
     logger_lifecycle(
-        CONTAINERD_17_VERSION,
-        &[
-            "Synchronize",
-            "RunPodSandbox",
-            "CreateContainer",
-            "PostCreateContainer",
-            "StartContainer",
-            "PostStartContainer",
-            "UpdateContainer",
-            "PostUpdateContainer",
-            "StopContainer",
-            "RemoveContainer",
-            "StopPodSandbox",
-            "RemovePodSandbox",
-        ],
+        Runtime::Containerd(CONTAINERD_17_VERSION),
+        &lifecycle_without_validation(),
     );
+}
+
+#[test]
+fn logger_sees_a_full_lifecycle_in_order_crio() {
+    // CRI-O 1.34.0 vendors a pre-release of NRI v0.9.1 (no validation).
+    logger_lifecycle(Runtime::Crio, &lifecycle_without_validation());
 }
 
 // ---------------------------------------------------------------------------
@@ -627,7 +663,7 @@ struct Probe {
 }
 
 impl Probe {
-    fn start(ctrd: &Containerd, dir: &Path, name: &str, extra: &[&str]) -> Probe {
+    fn start(ctrd: &dyn CriRuntime, dir: &Path, name: &str, extra: &[&str]) -> Probe {
         let record = dir.join(format!("{name}.jsonl"));
         let socket = ctrd.layout().nri_socket.to_string_lossy().into_owned();
         let r = record.to_string_lossy().into_owned();
