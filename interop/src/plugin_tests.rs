@@ -134,7 +134,7 @@ pub fn os_args(args: &[&dyn AsRef<OsStr>]) -> Vec<OsString> {
 
 /// `-socket <socket>` followed by `args`.
 fn socket_first(socket: &Path, args: &[&str]) -> Vec<OsString> {
-    let mut all = os_args(&[&"-socket", &socket]);
+    let mut all = os_args(&[&"-socket", &socket, &"-no-reconnect"]);
     all.extend(args.iter().map(OsString::from));
     all
 }
@@ -159,7 +159,8 @@ pub fn spawn_go_runtime(dir: &Path, scenario: &Value) -> (RefRuntime, PathBuf) {
 }
 
 /// Runs `scenario` on the Go runtime with the plugin `bin` connected as an
-/// external plugin, started with `-socket <socket>`, then `args`, and
+/// external plugin, started with `-socket <socket> -no-reconnect` (so that it
+/// exits with the runtime, as these runs expect), then `args`, and
 /// `RUST_LOG=debug`. Returns the runtime's output and the plugin's log; panics
 /// if the runtime failed.
 pub fn run_with_go_runtime(

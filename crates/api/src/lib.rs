@@ -58,6 +58,7 @@ pub use generated::*;
 mod adjustment;
 pub mod event;
 pub mod gofmt;
+pub mod goparse;
 pub mod markers;
 pub mod optional;
 pub mod plugin;

@@ -14,7 +14,8 @@ pub enum ShortFlags {
 /// Rewrites Go-style single-dash long flags (`-name x`, `-verbose=false`) into
 /// clap's double-dash form (`--name x`, `--verbose=false`).
 ///
-/// Left alone: the program name (the first argument), everything after a bare
+/// `-h` and `--h` become `-h`, clap's help flag, as Go's `flag` package
+/// shows the usage for both. Left alone: the program name (the first argument), everything after a bare
 /// `--`, arguments that do not start with a dash, a lone `-`, arguments that
 /// already start with `--`, and single-letter flags when `short` is
 /// [`ShortFlags::Keep`]. Arguments are compared as bytes, so ones that are not
@@ -49,6 +50,10 @@ where
         if bytes == b"--" {
             flags_done = true;
             out.push(arg);
+        } else if bytes == b"--h" || bytes == b"-h" {
+            // Go's `flag` reads `-h` and `--h` as a request for help, whatever
+            // `short` says.
+            out.push(OsString::from("-h"));
         } else if bytes.len() >= min_len
             && bytes.first() == Some(&b'-')
             && bytes.get(1) != Some(&b'-')
@@ -97,6 +102,16 @@ mod tests {
             args,
             ["p", "--socket-path=/x", "--v", "value", "--", "-keep"]
         );
+    }
+
+    #[test]
+    fn h_is_always_the_help_flag() {
+        for short in [ShortFlags::Keep, ShortFlags::Long] {
+            assert_eq!(go_args(["p", "-h"], short), ["p", "-h"]);
+            assert_eq!(go_args(["p", "--h"], short), ["p", "-h"]);
+            assert_eq!(go_args(["p", "-help"], short), ["p", "--help"]);
+            assert_eq!(go_args(["p", "--", "-h"], short), ["p", "--", "-h"]);
+        }
     }
 
     #[test]

@@ -7,13 +7,20 @@
 //! clap after [`go_args`] has rewritten the single-dash flags into clap's
 //! double-dash form.
 //!
+//! * [`CommonArgs`], [`PluginInfo`], [`parse_args`]: the flags every plugin
+//!   takes (`-name`, `-idx`, `-socket-path` or `-socket`, `-verbose`,
+//!   `-no-reconnect` or `-reconnect=false`), `-h`/`-help` with the defaults and
+//!   the annotations a plugin reads, giving them to the stub and running it
+//!   (reconnecting by default);
 //! * [`go_args`] and [`ShortFlags`]: argument normalization;
-//! * [`parse_go_bool`] and [`parse_duration`]: clap value parsers;
+//! * [`parse_go_bool`] and [`parse_duration`]: clap value parsers, Go's
+//!   `strconv.ParseBool` and `time.ParseDuration` (from [`nri_api::goparse`]);
 //! * [`plugin_name`], [`plugin_index`] and [`is_indexed_program`]: whether a
 //!   plugin should give the stub its default name or index, or leave it to the
 //!   runtime (`NRI_PLUGIN_NAME`, `NRI_PLUGIN_IDX`) or the program name (`NN-name`);
-//! * [`init_logging`] and [`log_filter`]: `tracing` to standard error, `info` or
-//!   (with `-verbose`) `debug`, `RUST_LOG` overriding both.
+//! * [`init_logging`], [`log_filter`] and [`use_colour`]: `tracing` to standard
+//!   error, `info` or (with `-verbose`) `debug`, `RUST_LOG` overriding both;
+//!   colours only on a terminal and without `NO_COLOR`.
 //!
 //! ```
 //! use clap::Parser;
@@ -35,13 +42,19 @@
 //! ```
 
 mod args;
-mod bool_value;
-mod duration;
+mod common;
 mod identity;
 mod logging;
 
 pub use args::{go_args, ShortFlags};
-pub use bool_value::parse_go_bool;
-pub use duration::parse_duration;
+pub use common::{
+    help_text, parse_args, try_parse_args_from, try_parse_flags, CommonArgs, PluginArgs, PluginInfo,
+};
 pub use identity::{is_indexed_program, plugin_index, plugin_name};
-pub use logging::{init_logging, log_filter};
+pub use logging::{init_logging, log_filter, use_colour};
+/// Go's `strconv.ParseBool`, as a clap value parser: the workspace's one
+/// boolean parser, [`nri_api::goparse::parse_bool`].
+pub use nri_api::goparse::parse_bool as parse_go_bool;
+/// Go's `time.ParseDuration`, as a clap value parser: the workspace's one
+/// duration parser, [`nri_api::goparse::parse_duration`].
+pub use nri_api::goparse::parse_duration;

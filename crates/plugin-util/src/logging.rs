@@ -18,8 +18,27 @@ pub fn log_filter(verbose: bool) -> EnvFilter {
     )
 }
 
-/// Sends `tracing` logs to standard error, filtered by [`log_filter`]. Does
-/// nothing if the process already has a global subscriber.
+/// Whether to colour logs written to standard error: only when it is a
+/// terminal and `NO_COLOR` is unset or empty, so files and pipes get plain text.
+///
+/// ```
+/// // Under `cargo test` standard error is captured, not a terminal.
+/// let _ = nri_plugin_util::use_colour();
+/// ```
+pub fn use_colour() -> bool {
+    colour_for(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::env::var_os("NO_COLOR"),
+    )
+}
+
+fn colour_for(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// Sends `tracing` logs to standard error, filtered by [`log_filter`], in
+/// colour only as [`use_colour`] says. Does nothing if the process already has
+/// a global subscriber.
 ///
 /// ```
 /// nri_plugin_util::init_logging(false);
@@ -28,6 +47,7 @@ pub fn log_filter(verbose: bool) -> EnvFilter {
 pub fn init_logging(verbose: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(log_filter(verbose))
+        .with_ansi(use_colour())
         .with_writer(std::io::stderr)
         .try_init();
 }
@@ -58,6 +78,14 @@ mod tests {
     fn rust_log_overrides_verbose() {
         assert_eq!(level(Some("warn"), true), Some(LevelFilter::WARN));
         assert_eq!(level(Some("trace"), false), Some(LevelFilter::TRACE));
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour_for(true, None));
+        assert!(colour_for(true, Some("".into())));
+        assert!(!colour_for(true, Some("1".into())));
+        assert!(!colour_for(false, None));
     }
 
     #[test]

@@ -103,6 +103,11 @@ pub enum Error {
     #[error("stub: no service/connection")]
     NotConnected,
 
+    /// A handler of the plugin panicked before the plugin was configured (in
+    /// `configure` or before it); the runtime was told the message and location.
+    #[error("{0}")]
+    HandlerPanicked(#[source] crate::HandlerPanic),
+
     /// An unsolicited UpdateContainers call failed.
     #[error("failed to update containers: {0}")]
     UpdateContainers(#[source] nri_ttrpc::Error),

@@ -57,6 +57,7 @@ mod context;
 mod error;
 mod events;
 mod identity;
+mod panic;
 mod plugin;
 mod reconnect;
 mod runtime_handle;
@@ -70,6 +71,7 @@ pub use context::{
     ConfigureInfo, Context, RuntimeInfo, DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use error::{BoxError, Error, Result};
+pub use panic::HandlerPanic;
 pub use plugin::{CreateContainerResult, Plugin};
 pub use reconnect::Backoff;
 pub use runtime_handle::RuntimeHandle;

@@ -52,9 +52,10 @@ impl Stub {
     /// Returns `Ok(())` when the runtime asks the plugin to shut down, the
     /// last error after `backoff.attempts` failed attempts in a row, and at
     /// once any error that retrying cannot fix (configuration, identity).
-    /// Only stubs that connect by socket path can reconnect: a stub built
-    /// with [`connection`](crate::StubBuilder::connection) fails its second
-    /// run with [`Error::ConnectionUsed`].
+    /// Only stubs that connect by socket path can reconnect: a stub with a
+    /// connection handed to it (by [`connection`](crate::StubBuilder::connection),
+    /// or by a runtime that launched the plugin, `NRI_PLUGIN_SOCKET`) returns
+    /// [`Error::Disconnected`] when it loses it.
     ///
     /// ```no_run
     /// # async fn demo(stub: nri_stub::Stub) -> Result<(), nri_stub::Error> {
@@ -76,6 +77,10 @@ impl Stub {
         loop {
             let err = match self.run().await {
                 Ok(()) => return Ok(()),
+                // A connection handed to the stub (by the runtime that launched
+                // the plugin, or by `connection`) cannot be dialled again: the
+                // runtime went away and that is the end.
+                Err(Error::ConnectionUsed) if attempt > 0 => return Err(Error::Disconnected),
                 Err(e) if retryable(&e) => e,
                 Err(e) => return Err(e),
             };

@@ -1,4 +1,5 @@
-//! The ttRPC server of the Plugin service, routing every method to a [`Session`].
+//! The ttRPC server of the Plugin service, routing every method to a [`Session`];
+//! a handler that panics answers with the panic's message and location.
 
 use std::sync::Arc;
 
@@ -16,7 +17,12 @@ pub(crate) fn plugin_server<P: Plugin>(session: Arc<Session<P>>) -> Server {
             let session = Arc::clone(&session);
             server.register_msg(PLUGIN_SERVICE, $name, move |_ctx, req| {
                 let session = Arc::clone(&session);
-                async move { session.$handler(req).await }
+                async move {
+                    match crate::panic::catching(session.$handler(req)).await {
+                        Ok(reply) => reply,
+                        Err(caught) => Err(session.handler_panicked($name, caught)),
+                    }
+                }
             });
         })*};
     }

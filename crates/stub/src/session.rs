@@ -9,6 +9,7 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::events::subscription;
 use crate::identity::Identity;
+use crate::panic::{Caught, HandlerPanic};
 use crate::version::runtime_nri_version;
 use crate::{
     BoxError, ConfigureInfo, Context, Error, Plugin, RuntimeHandle, RuntimeInfo,
@@ -114,6 +115,27 @@ impl<P: Plugin> Session<P> {
             // The run may have ended already; then nobody needs the outcome.
             let _ = waiter.send(outcome);
         }
+    }
+
+    /// Logs a handler's panic, fails a pending configuration with it, and
+    /// gives the status the runtime receives: the panic's message and location.
+    pub(crate) fn handler_panicked(&self, method: &str, caught: Caught) -> Status {
+        let panic = HandlerPanic {
+            plugin: self.identity.full_name(),
+            method: method.to_string(),
+            message: caught.message,
+            location: caught.location,
+        };
+        tracing::error!(
+            plugin = %panic.plugin,
+            method,
+            location = panic.location.as_deref().unwrap_or("unknown"),
+            "plugin handler panicked: {}",
+            panic.message
+        );
+        let status = Status::internal(panic.to_string());
+        self.report_configured(Err(Error::HandlerPanicked(panic)));
+        status
     }
 
     pub(crate) async fn configure(

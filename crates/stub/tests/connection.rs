@@ -30,6 +30,16 @@ impl Plugin for Stuck {
     }
 }
 
+/// A `Stuck` stub, `07-stuck`, on the given connection.
+fn stuck_on(plugin_end: tokio::net::UnixStream) -> Stub {
+    Stub::builder(Stuck::default())
+        .name("stuck")
+        .index("07")
+        .connection(plugin_end)
+        .build()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn runtime_disappearing_mid_call_ends_run_with_disconnected() {
     let plugin = Stuck::default();
@@ -89,12 +99,7 @@ async fn runtime_disappearing_mid_call_ends_run_with_disconnected() {
 async fn runtime_disappearing_before_configure_is_disconnected() {
     let (plugin_end, runtime_end) = socket_pair();
     let mut rt = FakeRuntime::new(runtime_end, Registration::Accept);
-    let stub = Stub::builder(Stuck::default())
-        .name("stuck")
-        .index("07")
-        .connection(plugin_end)
-        .build()
-        .unwrap();
+    let stub = stuck_on(plugin_end);
     let run = tokio::spawn(async move { stub.run().await });
     rt.registration().await;
     rt.disappear();
@@ -106,12 +111,7 @@ async fn runtime_disappearing_before_configure_is_disconnected() {
 async fn refused_registration_fails_the_run() {
     let (plugin_end, runtime_end) = socket_pair();
     let mut rt = FakeRuntime::new(runtime_end, Registration::Refuse);
-    let stub = Stub::builder(Stuck::default())
-        .name("stuck")
-        .index("07")
-        .connection(plugin_end)
-        .build()
-        .unwrap();
+    let stub = stuck_on(plugin_end);
     let run = tokio::spawn(async move { stub.run().await });
     rt.registration().await;
     let err = tokio::time::timeout(WAIT, run)
@@ -130,14 +130,7 @@ async fn refused_registration_fails_the_run() {
 async fn given_connection_serves_one_run_only() {
     let (plugin_end, runtime_end) = socket_pair();
     let mut rt = FakeRuntime::new(runtime_end, Registration::Accept);
-    let stub = Arc::new(
-        Stub::builder(Stuck::default())
-            .name("stuck")
-            .index("07")
-            .connection(plugin_end)
-            .build()
-            .unwrap(),
-    );
+    let stub = Arc::new(stuck_on(plugin_end));
     let run = tokio::spawn({
         let stub = Arc::clone(&stub);
         async move { stub.run().await }
@@ -150,6 +143,26 @@ async fn given_connection_serves_one_run_only() {
     assert!(matches!(outcome, Err(Error::Disconnected)));
     // The given connection is gone; the stub says so instead of dialling.
     assert!(matches!(stub.run().await, Err(Error::ConnectionUsed)));
+}
+
+#[tokio::test]
+async fn reconnecting_run_on_a_given_connection_ends_when_it_is_lost() {
+    let (plugin_end, runtime_end) = socket_pair();
+    let mut rt = FakeRuntime::new(runtime_end, Registration::Accept);
+    let stub = stuck_on(plugin_end);
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&attempts);
+    let run = tokio::spawn(async move {
+        stub.run_reconnecting(nri_stub::Backoff::default(), move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .await
+    });
+    rt.registration().await;
+    rt.disappear();
+    let outcome = tokio::time::timeout(WAIT, run).await.unwrap().unwrap();
+    assert!(matches!(outcome, Err(Error::Disconnected)), "{outcome:?}");
+    assert_eq!(attempts.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]

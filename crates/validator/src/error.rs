@@ -5,7 +5,7 @@ use std::fmt;
 use nri_api::gofmt::quote;
 
 use crate::annotations::{PluginListError, REQUIRED_PLUGINS_ANNOTATION};
-use crate::gobool::ParseBoolError;
+use nri_api::goparse::ParseBoolError;
 
 /// The kind of seccomp profile a container had before plugins adjusted it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

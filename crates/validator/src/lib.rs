@@ -13,8 +13,10 @@
 //! * [`owners`]: queries over field ownership, for any validator;
 //! * [`annotations`]: pod/container-scoped annotations and the
 //!   required-plugins list format;
-//! * [`plugin_map`]: the plugins that took part, by name and qualified name;
-//! * [`gobool`]: boolean parsing as Go's `strconv.ParseBool`.
+//! * [`plugin_map`]: the plugins that took part, by name and qualified name.
+//!
+//! Annotation booleans are read by [`nri_api::goparse::parse_bool`], as Go's
+//! `strconv.ParseBool` reads them.
 //!
 //! # Example
 //!
@@ -57,7 +59,6 @@
 pub mod annotations;
 mod config;
 mod error;
-pub mod gobool;
 pub mod owners;
 mod plugins;
 mod validator;

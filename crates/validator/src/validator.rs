@@ -5,7 +5,8 @@ use nri_api::{OwningPlugins, ValidateContainerAdjustmentRequest};
 
 use crate::annotations::{effective_annotation, parse_plugin_list, REQUIRED_PLUGINS_ANNOTATION};
 use crate::error::{SeccompProfileKind, ValidationError};
-use crate::{gobool, owners, plugin_map, DefaultValidatorConfig};
+use crate::{owners, plugin_map, DefaultValidatorConfig};
+use nri_api::goparse as gobool;
 
 /// The default validator: a fixed set of rules, each switched on by its
 /// [`DefaultValidatorConfig`] option.

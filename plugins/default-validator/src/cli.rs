@@ -1,85 +1,49 @@
-//! Command line: Go-style flags (`-name x`, `-name=x`, `--name x`) parsed with clap.
+//! Command line: the flags of every sample plugin ([`CommonArgs`]: `-name`, `-idx`,
+//! `-socket-path` or `-socket`, `-verbose`, `-no-reconnect`), and `-config`, in Go's
+//! single-dash style, parsed with clap by [`nri_plugin_util::parse_args`].
 
 use clap::Parser;
-use nri_plugin_util::{go_args, parse_go_bool, ShortFlags};
+use nri_plugin_util::{CommonArgs, PluginInfo};
+
+/// Name, default index and annotations of the plugin, for `-help` and the defaults.
+pub const INFO: PluginInfo = PluginInfo {
+    program: "nri-default-validator",
+    about: "NRI plugin: the default validator as a standalone validating plugin",
+    name: nri_validator::DEFAULT_VALIDATOR_NAME,
+    index: nri_validator::DEFAULT_VALIDATOR_INDEX,
+    annotations: &[
+        (
+            "required-plugins.noderesource.dev[/container.NAME]",
+            "plugins that must have processed the container",
+        ),
+        (
+            "tolerate-missing-nri-plugins.noderesource.dev",
+            "\"true\": no plugin is required (the key is configurable)",
+        ),
+    ],
+};
 
 /// Flags of the validator plugin.
 #[derive(Debug, Clone, Default, Parser)]
-#[command(
-    name = "nri-default-validator",
-    about = "NRI plugin: the default validator as a standalone validating plugin"
-)]
 pub struct Args {
-    /// Plugin name to register to NRI (default: default-validator).
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Plugin index to register to NRI (default: 00).
-    #[arg(long)]
-    pub idx: Option<String>,
-    /// Path of the NRI socket to connect to.
-    #[arg(long, alias = "socket-path")]
-    pub socket: Option<String>,
+    /// The flags every sample plugin takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
     /// Configuration file (YAML); a configuration sent by the runtime replaces it.
     #[arg(long)]
     pub config: Option<String>,
-    /// Enable (more) verbose logging.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", value_parser = parse_go_bool)]
-    pub verbose: bool,
-}
-
-impl Args {
-    /// Parses the process's arguments; exits with usage on error, like Go's `flag`.
-    pub fn from_env() -> Args {
-        Args::parse_from(go_args(std::env::args_os(), ShortFlags::Keep))
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::OsString;
+    use nri_plugin_util::try_parse_flags;
 
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
-        let argv = std::iter::once("nri-default-validator")
-            .chain(args.iter().copied())
-            .map(OsString::from);
-        Args::try_parse_from(go_args(argv, ShortFlags::Keep))
-    }
-
     #[test]
-    fn accepts_single_and_double_dash_flags() {
-        let a = parse(&[
-            "-name",
-            "v",
-            "--idx",
-            "10",
-            "-socket=/run/x.sock",
-            "-config",
-            "/c",
-        ])
-        .unwrap();
+    fn config_flag() {
+        let a = try_parse_flags::<Args>(&INFO, &["-config", "/c", "-name", "v"]).unwrap();
         assert_eq!(a.config.as_deref(), Some("/c"));
-        assert_eq!(a.name.as_deref(), Some("v"));
-        assert_eq!(a.idx.as_deref(), Some("10"));
-        assert_eq!(a.socket.as_deref(), Some("/run/x.sock"));
-        assert!(!a.verbose);
-    }
-
-    #[test]
-    fn bool_flags_take_go_values_but_never_the_next_argument() {
-        assert!(parse(&["-verbose"]).unwrap().verbose);
-        assert!(parse(&["-verbose=true"]).unwrap().verbose);
-        assert!(!parse(&["-verbose=f"]).unwrap().verbose);
-        let a = parse(&["-verbose", "-idx", "05"]).unwrap();
-        assert!(a.verbose);
-        assert_eq!(a.idx.as_deref(), Some("05"));
-        assert!(parse(&["-verbose=maybe"]).is_err());
-    }
-
-    #[test]
-    fn unknown_flags_are_errors() {
-        assert!(parse(&["-bogus", "1"]).is_err());
+        assert_eq!(a.common.name.as_deref(), Some("v"));
     }
 }

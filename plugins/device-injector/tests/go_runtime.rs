@@ -65,7 +65,7 @@ fn annotations_become_adjustments_on_the_go_runtime() {
         dir.path(),
         &scenario(),
         Path::new(BIN),
-        |socket| os_args(&[&"-idx", &"10", &"-socket-path", &socket]),
+        |socket| os_args(&[&"-idx", &"10", &"-socket-path", &socket, &"-no-reconnect"]),
         &[],
     );
     assert_eq!(

@@ -1,22 +1,33 @@
-//! Command line: Go-style flags (`-indices 05,15`, `-yaml`, `--socket-path x`) parsed with clap.
+//! Command line: the flags of every sample plugin ([`CommonArgs`]: `-name`,
+//! `-socket-path` or `-socket`, `-verbose`, `-no-reconnect`; `-idx` is refused,
+//! the differ registers at `-indices`), and those of the Go differ, in Go's
+//! single-dash style, parsed with clap by [`nri_plugin_util::parse_args`].
 
 use clap::Parser;
-use nri_plugin_util::{go_args, parse_go_bool, ShortFlags};
+use nri_plugin_util::{parse_go_bool, CommonArgs, PluginInfo};
 
-/// Flags of the differ (those of the Go differ, plus `-name` and `-verbose`).
+/// Name and annotations of the plugin, for `-help` and the defaults; it
+/// registers at each of `-indices`, not at a default index.
+pub const INFO: PluginInfo = PluginInfo {
+    program: "nri-differ",
+    about:
+        "NRI plugin: registers at several indices and shows what the plugins between them changed",
+    name: "differ",
+    index: "00",
+    annotations: &[],
+};
+
+/// Flags of the differ (those of the Go differ, plus `-name`, `-verbose` and
+/// `-no-reconnect`).
 #[derive(Debug, Clone, Parser)]
-#[command(
-    name = "nri-differ",
-    about = "NRI plugin: registers at several indices and shows what the plugins between them changed"
-)]
 pub struct Args {
+    /// The flags every sample plugin takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
     /// Comma-separated indices to register at, at least two; the changes made
     /// by the plugins between two of them are shown.
     #[arg(long, default_value = "0,99")]
     pub indices: String,
-    /// Path of the NRI socket file.
-    #[arg(long = "socket-path", alias = "socket")]
-    pub socket: Option<String>,
     /// Log file name, if logging to a file (appended to).
     #[arg(long, alias = "output", default_value = "")]
     pub log_file: String,
@@ -28,78 +39,79 @@ pub struct Args {
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
           default_value = "false", value_parser = parse_go_bool)]
     pub yaml: bool,
-    /// Plugin name to register to NRI (at every index).
-    #[arg(long, default_value = "differ")]
-    pub name: String,
-    /// Enable debug logging.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", value_parser = parse_go_bool)]
-    pub verbose: bool,
 }
 
 impl Args {
-    /// Parses the process's arguments; exits with usage on error, like Go's `flag`.
-    pub fn from_env() -> Args {
-        Args::parse_from(go_args(std::env::args_os(), ShortFlags::Keep))
+    /// The name to register with at every index: `-name`, else `differ`.
+    pub fn name(&self) -> String {
+        self.common
+            .name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| INFO.name.to_string())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::OsString;
+    use nri_plugin_util::try_parse_flags;
 
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
-        let argv = std::iter::once("nri-differ")
-            .chain(args.iter().copied())
-            .map(OsString::from);
-        Args::try_parse_from(go_args(argv, ShortFlags::Keep))
-    }
-
     #[test]
     fn takes_the_go_flags() {
-        let a = parse(&[]).unwrap();
+        let a = try_parse_flags::<Args>(&INFO, &[]).unwrap();
         assert_eq!(
-            (a.indices.as_str(), a.name.as_str(), a.verbose_level, a.yaml),
+            (
+                a.indices.as_str(),
+                a.name().as_str(),
+                a.verbose_level,
+                a.yaml
+            ),
             ("0,99", "differ", 0, false)
         );
-        let a = parse(&[
-            "-indices",
-            "05,15",
-            "-socket-path=/run/x.sock",
-            "-log-file",
-            "/tmp/d.log",
-            "-verbose-level",
-            "2",
-            "-yaml",
-        ])
+        let a = try_parse_flags::<Args>(
+            &INFO,
+            &[
+                "-indices",
+                "05,15",
+                "-socket-path=/run/x.sock",
+                "-log-file",
+                "/tmp/d.log",
+                "-verbose-level",
+                "2",
+                "-yaml",
+            ],
+        )
         .unwrap();
         assert_eq!(a.indices, "05,15");
-        assert_eq!(a.socket.as_deref(), Some("/run/x.sock"));
+        assert_eq!(a.common.socket_path.to_str(), Some("/run/x.sock"));
         assert_eq!(a.log_file, "/tmp/d.log");
         assert_eq!(a.verbose_level, 2);
         assert!(a.yaml);
-        let a = parse(&[
-            "--socket",
-            "/s",
-            "-output",
-            "/o",
-            "-yaml=false",
-            "-name",
-            "d",
-        ])
+        let a = try_parse_flags::<Args>(
+            &INFO,
+            &[
+                "--socket",
+                "/s",
+                "-output",
+                "/o",
+                "-yaml=false",
+                "-name",
+                "d",
+            ],
+        )
         .unwrap();
-        assert_eq!(a.socket.as_deref(), Some("/s"));
+        assert_eq!(a.common.socket_path.to_str(), Some("/s"));
         assert_eq!(a.log_file, "/o");
         assert!(!a.yaml);
-        assert_eq!(a.name, "d");
+        assert_eq!(a.name(), "d");
     }
 
     #[test]
     fn bad_flags_are_errors() {
-        assert!(parse(&["-bogus"]).is_err());
-        assert!(parse(&["-verbose-level", "x"]).is_err());
-        assert!(parse(&["-yaml=maybe"]).is_err());
+        assert!(try_parse_flags::<Args>(&INFO, &["-bogus"]).is_err());
+        assert!(try_parse_flags::<Args>(&INFO, &["-verbose-level", "x"]).is_err());
+        assert!(try_parse_flags::<Args>(&INFO, &["-yaml=maybe"]).is_err());
     }
 }

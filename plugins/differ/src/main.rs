@@ -10,7 +10,7 @@ use nri_stub::Stub;
 use tokio::task::JoinSet;
 
 use nri_plugin_differ::chain::{parse_indices, Chain};
-use nri_plugin_differ::cli::Args;
+use nri_plugin_differ::cli::{Args, INFO};
 use nri_plugin_differ::plugin::{Differ, Options};
 
 /// Logs to `log_file` (appending) or, if it is empty, to standard error.
@@ -34,9 +34,9 @@ fn init_logging(verbose: bool, log_file: &str) -> std::io::Result<()> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let args = Args::from_env();
-    if let Err(err) = init_logging(args.verbose, &args.log_file) {
-        nri_plugin_util::init_logging(args.verbose);
+    let args = nri_plugin_util::parse_args::<Args>(&INFO);
+    if let Err(err) = init_logging(args.common.verbose, &args.log_file) {
+        nri_plugin_util::init_logging(args.common.verbose);
         tracing::error!("failed to open log file {:?}: {err}", args.log_file);
         return ExitCode::FAILURE;
     }
@@ -47,6 +47,10 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.common.idx.is_some() {
+        tracing::error!("the differ registers at each of -indices; -idx is not used");
+        return ExitCode::FAILURE;
+    }
     let chain = Arc::new(Chain::new(&indices));
     let options = Arc::new(Mutex::new(Options {
         verbose_level: args.verbose_level,
@@ -56,13 +60,11 @@ async fn main() -> ExitCode {
     let mut runs = JoinSet::new();
     for idx in indices {
         let plugin = Differ::new(idx, chain.clone(), options.clone());
-        let mut builder = Stub::builder(plugin)
-            .name(args.name.clone())
+        let builder = Stub::builder(plugin)
+            .name(args.name())
             .index(format!("{idx:02}"))
+            .socket_path(&args.common.socket_path)
             .on_close(move || tracing::info!("[{idx:02}] connection to the runtime lost"));
-        if let Some(socket) = &args.socket {
-            builder = builder.socket_path(socket);
-        }
         let stub = match builder.build() {
             Ok(stub) => stub,
             Err(err) => {
@@ -70,10 +72,12 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        runs.spawn(async move { (idx, stub.run().await) });
+        let common = args.common.clone();
+        runs.spawn(async move { (idx, common.run(&stub).await) });
     }
 
-    // Like the Go differ, the process ends as soon as one of its connections does.
+    // The process ends as soon as one of its connections does for good (like the
+    // Go differ, at once with -no-reconnect).
     match runs.join_next().await {
         Some(Ok((idx, Ok(())))) => {
             tracing::info!("[{idx:02}] plugin stopped, exiting");

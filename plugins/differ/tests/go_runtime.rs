@@ -39,6 +39,7 @@ fn shows_what_the_plugin_between_its_indices_changed() {
         &[
             "-socket-path",
             socket,
+            "-no-reconnect",
             "-indices",
             "05,15",
             "-log-file",

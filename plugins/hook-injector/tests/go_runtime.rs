@@ -93,6 +93,7 @@ fn hooks_are_injected_on_the_go_runtime() {
                 &"30",
                 &"-socket-path",
                 &socket,
+                &"-no-reconnect",
                 &"-hooks-dir",
                 &share,
                 &"-hooks-dir",

@@ -1,24 +1,25 @@
-//! Command line: Go-style flags (`-name x`, `-name=x`, `--name x`) parsed with clap.
+//! Command line: the flags of every sample plugin ([`CommonArgs`]: `-name`, `-idx`,
+//! `-socket-path` or `-socket`, `-verbose`, `-no-reconnect`), and those of the Go logger, in Go's
+//! single-dash style, parsed with clap by [`nri_plugin_util::parse_args`].
 
 use clap::Parser;
-use nri_plugin_util::{go_args, parse_go_bool, ShortFlags};
+use nri_plugin_util::{CommonArgs, PluginInfo};
 
-/// Flags of the logger (those of the Go logger, plus `-name` and `-verbose`).
+/// Name, default index and annotations of the plugin, for `-help` and the defaults.
+pub const INFO: PluginInfo = PluginInfo {
+    program: "nri-logger",
+    about: "NRI plugin: logs the requests and events it subscribes to",
+    name: "logger",
+    index: "10",
+    annotations: &[],
+};
+
+/// Flags of the logger (those of the Go logger, plus `-name`, `-verbose` and `-no-reconnect`).
 #[derive(Debug, Clone, Default, Parser)]
-#[command(
-    name = "nri-logger",
-    about = "NRI plugin: logs the requests and events it subscribes to"
-)]
 pub struct Args {
-    /// Plugin name to register to NRI.
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Plugin index to register to NRI.
-    #[arg(long)]
-    pub idx: Option<String>,
-    /// Path of the NRI socket file.
-    #[arg(long = "socket-path", alias = "socket")]
-    pub socket: Option<String>,
+    /// The flags every sample plugin takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
     /// Comma-separated list of events to subscribe to (default: all the runtime delivers).
     #[arg(long, default_value = "")]
     pub events: String,
@@ -37,54 +38,34 @@ pub struct Args {
     /// Set this environment variable for containers.
     #[arg(long, default_value = "")]
     pub set_env: String,
-    /// Enable (more) verbose logging.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", value_parser = parse_go_bool)]
-    pub verbose: bool,
-}
-
-impl Args {
-    /// Parses the process's arguments; exits with usage on error, like Go's `flag`.
-    pub fn from_env() -> Args {
-        Args::parse_from(go_args(std::env::args_os(), ShortFlags::Keep))
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::OsString;
+    use nri_plugin_util::try_parse_flags;
 
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
-        let argv = std::iter::once("nri-logger")
-            .chain(args.iter().copied())
-            .map(OsString::from);
-        Args::try_parse_from(go_args(argv, ShortFlags::Keep))
-    }
-
     #[test]
-    fn accepts_single_and_double_dash_flags() {
-        let a = parse(&[
-            "-idx",
-            "10",
-            "-socket-path=/run/x.sock",
-            "-events",
-            "pod,CreateContainer",
-            "-log-file",
-            "/tmp/l",
-            "-add-annotation",
-            "a",
-            "-set-annotation",
-            "s",
-            "-add-env",
-            "E",
-            "-set-env",
-            "S",
-        ])
+    fn the_go_loggers_flags() {
+        let a = try_parse_flags::<Args>(
+            &INFO,
+            &[
+                "-events",
+                "pod,CreateContainer",
+                "-log-file",
+                "/tmp/l",
+                "-add-annotation",
+                "a",
+                "-set-annotation",
+                "s",
+                "-add-env",
+                "E",
+                "-set-env",
+                "S",
+            ],
+        )
         .unwrap();
-        assert_eq!(a.idx.as_deref(), Some("10"));
-        assert_eq!(a.socket.as_deref(), Some("/run/x.sock"));
         assert_eq!(a.events, "pod,CreateContainer");
         assert_eq!(a.log_file, "/tmp/l");
         assert_eq!(
@@ -92,26 +73,11 @@ mod tests {
             ("a", "s")
         );
         assert_eq!((a.add_env.as_str(), a.set_env.as_str()), ("E", "S"));
-        assert!(!a.verbose);
-        let a = parse(&["--name", "logger", "-annotation", "x", "-socket", "/s"]).unwrap();
-        assert_eq!(a.name.as_deref(), Some("logger"));
-        assert_eq!(a.add_annotation, "x");
-        assert_eq!(a.socket.as_deref(), Some("/s"));
-    }
-
-    #[test]
-    fn bool_flags_take_go_values_but_never_the_next_argument() {
-        assert!(parse(&["-verbose"]).unwrap().verbose);
-        assert!(parse(&["-verbose=true"]).unwrap().verbose);
-        assert!(!parse(&["-verbose=f"]).unwrap().verbose);
-        let a = parse(&["-verbose", "-idx", "05"]).unwrap();
-        assert!(a.verbose);
-        assert_eq!(a.idx.as_deref(), Some("05"));
-        assert!(parse(&["-verbose=maybe"]).is_err());
-    }
-
-    #[test]
-    fn unknown_flags_are_errors() {
-        assert!(parse(&["-bogus", "1"]).is_err());
+        assert_eq!(
+            try_parse_flags::<Args>(&INFO, &["-annotation", "x"])
+                .unwrap()
+                .add_annotation,
+            "x"
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use nri_stub::{EventMask, Stub};
 
-use nri_plugin_logger::cli::Args;
+use nri_plugin_logger::cli::{Args, INFO};
 use nri_plugin_logger::config::Config;
 use nri_plugin_logger::log_sink::LogSink;
 use nri_plugin_logger::plugin::Logger;
@@ -21,9 +21,9 @@ fn init_logging(verbose: bool, sink: LogSink) {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let args = Args::from_env();
+    let args = nri_plugin_util::parse_args::<Args>(&INFO);
     let sink = LogSink::default();
-    init_logging(args.verbose, sink.clone());
+    init_logging(args.common.verbose, sink.clone());
 
     if !args.log_file.is_empty() {
         if let Err(err) = sink.open_file(Path::new(&args.log_file)) {
@@ -49,29 +49,7 @@ async fn main() -> ExitCode {
         set_env: args.set_env,
     };
 
-    let mut builder = Stub::builder(Logger::new(cfg, sink))
-        .on_close(|| tracing::info!("connection to the runtime lost, exiting"));
-    if let Some(name) = args.name {
-        builder = builder.name(name);
-    }
-    if let Some(idx) = args.idx {
-        builder = builder.index(idx);
-    }
-    if let Some(socket) = args.socket {
-        builder = builder.socket_path(socket);
-    }
-    let stub = match builder.build() {
-        Ok(stub) => stub,
-        Err(err) => {
-            tracing::error!("failed to create plugin stub: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match stub.run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!("plugin exited with error {err}");
-            ExitCode::FAILURE
-        }
-    }
+    let builder = Stub::builder(Logger::new(cfg, sink))
+        .on_close(|| tracing::info!("connection to the runtime lost"));
+    args.common.serve(builder, &INFO).await
 }

@@ -1,72 +1,39 @@
-//! Command line: Go-style flags (`-name x`, `-name=x`, `--name x`) parsed with clap.
+//! Command line: the flags of every sample plugin ([`nri_plugin_util::CommonArgs`]: `-name`, `-idx`,
+//! `-socket-path` or `-socket`, `-verbose`, `-no-reconnect`), in Go's
+//! single-dash style, parsed with clap by [`nri_plugin_util::parse_args`].
 
-use clap::Parser;
-use nri_plugin_util::{go_args, parse_go_bool, ShortFlags};
+use nri_plugin_util::PluginInfo;
 
-/// Flags of the network device injector (those of the Go plugin, plus `-name`).
-#[derive(Debug, Clone, Default, Parser)]
-#[command(
-    name = "nri-network-device-injector",
-    about = "NRI plugin: moves host network devices into pods from annotations"
-)]
-pub struct Args {
-    /// Plugin name to register to NRI.
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Plugin index to register to NRI.
-    #[arg(long)]
-    pub idx: Option<String>,
-    /// Path of the NRI socket to connect to.
-    #[arg(long, alias = "socket-path")]
-    pub socket: Option<String>,
-    /// Enable (more) verbose logging.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", value_parser = parse_go_bool)]
-    pub verbose: bool,
-}
+/// Name, default index and annotations of the plugin, for `-help` and the defaults.
+pub const INFO: PluginInfo = PluginInfo {
+    program: "nri-network-device-injector",
+    about: "NRI plugin: moves host network devices into pods from annotations",
+    name: "network-device-injector",
+    index: "10",
+    annotations: &[
+        (
+            "netdevice.noderesource.dev[/pod]",
+            "YAML list of host network devices to move into the pod",
+        ),
+        ("netdevices.noderesource.dev[/pod]", "the same"),
+        ("netdevices.nri.containerd.io[/pod]", "older key, the same"),
+    ],
+};
 
-impl Args {
-    /// Parses the process's arguments; exits with usage on error, like Go's `flag`.
-    pub fn from_env() -> Args {
-        Args::parse_from(go_args(std::env::args_os(), ShortFlags::Keep))
-    }
-}
+/// Flags of the network device injector (those of the Go plugin, plus `-name` and `-no-reconnect`).
+pub type Args = nri_plugin_util::PluginArgs;
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::OsString;
+    use nri_plugin_util::try_parse_flags;
 
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
-        let argv = std::iter::once("nri-network-device-injector")
-            .chain(args.iter().copied())
-            .map(OsString::from);
-        Args::try_parse_from(go_args(argv, ShortFlags::Keep))
-    }
-
     #[test]
-    fn accepts_single_and_double_dash_flags() {
-        let a = parse(&["-name", "netdev", "--idx", "10", "-socket=/run/x.sock"]).unwrap();
-        assert_eq!(a.name.as_deref(), Some("netdev"));
-        assert_eq!(a.idx.as_deref(), Some("10"));
-        assert_eq!(a.socket.as_deref(), Some("/run/x.sock"));
-        assert!(!a.verbose);
-    }
-
-    #[test]
-    fn bool_flags_take_go_values_but_never_the_next_argument() {
-        assert!(parse(&["-verbose"]).unwrap().verbose);
-        assert!(parse(&["-verbose=true"]).unwrap().verbose);
-        assert!(!parse(&["-verbose=f"]).unwrap().verbose);
-        let a = parse(&["-verbose", "-idx", "05"]).unwrap();
-        assert!(a.verbose);
-        assert_eq!(a.idx.as_deref(), Some("05"));
-        assert!(parse(&["-verbose=maybe"]).is_err());
-    }
-
-    #[test]
-    fn unknown_flags_are_errors() {
-        assert!(parse(&["-bogus", "1"]).is_err());
+    fn socket_has_both_go_spellings() {
+        for flag in ["-socket=/run/x.sock", "-socket-path=/run/x.sock"] {
+            let a = try_parse_flags::<Args>(&INFO, &[flag]).unwrap();
+            assert_eq!(a.common.socket_path.to_str(), Some("/run/x.sock"));
+        }
     }
 }

@@ -73,10 +73,11 @@ pub fn adjust_rdt(
                 adjust.set_linux_rdt_schemata(&lines);
             }
             "enablemonitoring" => {
-                let enable = cli::parse_go_bool(value).map_err(|_| RdtError::NotABool {
-                    key: key.clone(),
-                    value: value.clone(),
-                })?;
+                let enable =
+                    nri_plugin_util::parse_go_bool(value).map_err(|_| RdtError::NotABool {
+                        key: key.clone(),
+                        value: value.clone(),
+                    })?;
                 tracing::info!(enablemonitoring = enable, "adjust enablemonitoring");
                 adjust.set_linux_rdt_enable_monitoring(enable);
             }

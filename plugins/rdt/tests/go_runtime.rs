@@ -42,7 +42,16 @@ fn rdt_annotations_on_the_go_runtime() {
         dir.path(),
         &scenario(),
         Path::new(BIN),
-        |socket| os_args(&[&"-idx", &"20", &"-socket-path", &socket, &"-verbose"]),
+        |socket| {
+            os_args(&[
+                &"-idx",
+                &"20",
+                &"-socket-path",
+                &socket,
+                &"-verbose",
+                &"-no-reconnect",
+            ])
+        },
         &[],
     );
     assert_eq!(out.json["plugins"], json!(["20-rdt"]), "{stderr}");

@@ -74,6 +74,7 @@ fn v01_plugins_run_on_pod_and_container_events() {
                 &"00",
                 &"-socket",
                 &socket,
+                &"-no-reconnect",
                 &"-conf",
                 &conf,
                 &"-bin-dir",

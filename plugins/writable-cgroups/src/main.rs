@@ -7,13 +7,13 @@ use std::process::ExitCode;
 
 use nri_stub::Stub;
 
-use nri_plugin_writable_cgroups::cli::Args;
+use nri_plugin_writable_cgroups::cli::{Args, INFO};
 use nri_plugin_writable_cgroups::plugin::WritableCgroups;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let args = Args::from_env();
-    nri_plugin_util::init_logging(args.verbose);
+    let args = nri_plugin_util::parse_args::<Args>(&INFO);
+    nri_plugin_util::init_logging(args.common.verbose);
 
     let host_ns_delegate = match nri_plugin_writable_cgroups::mountinfo::host_has_nsdelegate(
         Path::new(&args.host_mount_file),
@@ -36,28 +36,7 @@ async fn main() -> ExitCode {
         }
     };
 
-    let mut builder = Stub::builder(WritableCgroups { host_ns_delegate });
-    if let Some(name) = args.name {
-        builder = builder.name(name);
-    }
-    if let Some(idx) = args.idx {
-        builder = builder.index(idx);
-    }
-    if let Some(socket) = args.socket {
-        builder = builder.socket_path(socket);
-    }
-    let stub = match builder.build() {
-        Ok(stub) => stub,
-        Err(err) => {
-            tracing::error!("failed to create plugin stub: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match stub.run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!("plugin exited with error: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    args.common
+        .serve(Stub::builder(WritableCgroups { host_ns_delegate }), &INFO)
+        .await
 }

@@ -67,16 +67,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0)]
     pub wait_plugins: usize,
     /// How long to wait for them.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = crate::units::parse_duration)]
     pub wait_timeout: std::time::Duration,
     /// Do not read commands from standard input (run the scenario's steps
     /// only).
     #[arg(long)]
     pub no_stdin: bool,
-}
-
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    crate::units::parse_duration(s)
 }
 
 /// Report formats.

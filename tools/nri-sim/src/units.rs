@@ -5,34 +5,12 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 
-/// Parses `500ms`, `2s`, `1.5s`, `1m`, `100us`; a bare number is seconds.
+/// Parses a duration of a scenario file or flag: Go's `time.ParseDuration`
+/// syntax (`500ms`, `2s`, `1m30s`, `1.5h`), by [`nri_api::goparse::parse_duration`];
+/// a number needs a unit unless it is `0`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration {text:?}: expected e.g. 500ms, 2s or 1m"))?;
-    let secs = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "invalid duration {text:?}: unknown unit {other:?} (use ms, s, m or h)"
-            ))
-        }
-    };
-    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
-        return Err(format!(
-            "invalid duration {text:?}: out of range (0 to 24h)"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    nri_api::goparse::parse_duration(text)
+        .map_err(|e| format!("{e} (write e.g. 500ms, 2s or 1m30s)"))
 }
 
 /// Parses a byte quantity: a number with an optional suffix
@@ -66,6 +44,8 @@ pub fn parse_bytes(text: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("invalid quantity {text:?}: too large"))
 }
 
+/// A YAML number where a duration is expected reads as its text would: only
+/// `0` has no unit to miss.
 struct DurationVisitor;
 
 impl Visitor<'_> for DurationVisitor {
@@ -124,12 +104,15 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
         assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
-        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        // As in Go: a bare number other than 0 is not a duration.
+        assert!(parse_duration("3").unwrap_err().contains("missing unit"));
         assert!(parse_duration("2 parsecs")
             .unwrap_err()
             .contains("unknown unit"));
         assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("99999h").is_err());
+        assert!(parse_duration("9999999h").is_err());
     }
 
     #[test]

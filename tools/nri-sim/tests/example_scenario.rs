@@ -9,35 +9,9 @@ use std::process::Command;
 
 /// Builds `nri-stub`'s `annotate` example into this test's target directory.
 fn build_example() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    let profile = profile_dir
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let target = profile_dir.parent().unwrap().to_owned();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "nri-stub",
-        "--example",
-        "annotate",
-    ])
-    .current_dir(env!("CARGO_MANIFEST_DIR"))
-    .env("CARGO_TARGET_DIR", &target);
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    target.join(profile).join("examples").join("annotate")
+    common::cargo_build(&["-p", "nri-stub", "--example", "annotate"])
+        .join("examples")
+        .join("annotate")
 }
 
 #[test]

@@ -5,7 +5,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use common::{run_in, run_scenario};
@@ -149,35 +148,7 @@ fn an_unknown_sample_is_an_error_with_line_and_column() {
 
 /// Builds the `nri-template` program into this test's target directory.
 fn template_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let profile = profile_dir
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let target = profile_dir.parent().unwrap().to_owned();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "nri-plugin-template",
-        "--bin",
-        "nri-template",
-    ])
-    .current_dir(env!("CARGO_MANIFEST_DIR"))
-    .env("CARGO_TARGET_DIR", &target);
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    profile_dir.join("nri-template")
+    common::workspace_binary("nri-plugin-template", "nri-template")
 }
 
 #[test]

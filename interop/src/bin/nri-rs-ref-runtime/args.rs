@@ -25,14 +25,10 @@ pub enum Parsed {
     Help,
 }
 
+/// A boolean flag's value, with the error text of Go's `flag` package.
 fn parse_bool(flag: &str, v: &str) -> Result<bool, String> {
-    match v {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        _ => Err(format!(
-            "invalid boolean value \"{v}\" for -{flag}: parse error"
-        )),
-    }
+    nri_api::goparse::parse_bool(v)
+        .map_err(|_| format!("invalid boolean value \"{v}\" for -{flag}: parse error"))
 }
 
 /// Parses the arguments (without the program name).

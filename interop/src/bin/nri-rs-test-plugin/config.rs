@@ -1,5 +1,5 @@
 //! The plugin's JSON configuration: the format of `nri-ref-plugin` (see
-//! `interop/README.md`), plus `record_rpc`.
+//! `interop/README.md`), plus `record_rpc` and `panic`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,9 @@ pub struct Config {
     pub evict: HashMap<String, Vec<ContainerEviction>>,
     /// The handler of the event fails with this message.
     pub error: HashMap<String, String>,
+    /// The handler of the event panics with this message (nri-rs only: a Go
+    /// plugin that panics dies).
+    pub panic: HashMap<String, String>,
     /// Sleep before answering the event.
     pub delay_ms: HashMap<String, u64>,
     /// Exit the process with this code on receiving the event.

@@ -56,7 +56,7 @@ impl TestPlugin {
     }
 
     /// The common part of every handler: log the event, honour `exit` and `delay_ms`,
-    /// fire the unsolicited updates bound to the event, return the configured error.
+    /// fire the unsolicited updates bound to the event, panic or return the configured error.
     async fn enter(&self, ctx: &Context, mut entry: Entry) -> nri_stub::Result<()> {
         entry.plugin = Some(ctx.name().to_string());
         entry.rpc = self.tap.get().and_then(TapLog::last_method);
@@ -70,6 +70,9 @@ impl TestPlugin {
             tokio::time::sleep(Duration::from_millis(*ms)).await;
         }
         self.trigger(ctx, &config, &event);
+        if let Some(message) = config.panic.get(&event) {
+            panic!("{message}");
+        }
         match config.error.get(&event) {
             Some(message) => Err(message.clone().into()),
             None => Ok(()),

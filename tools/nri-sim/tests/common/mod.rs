@@ -83,3 +83,37 @@ pub fn run_scenario(yaml: &str, extra: &[&str]) -> (tempfile::TempDir, Run) {
     let run = run_in(dir.path(), &args, Duration::from_secs(60));
     (dir, run)
 }
+
+/// Builds the program `bin` of the workspace package `package` (the profile of
+/// this test) and returns its path.
+pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
+    cargo_build(&["-p", package, "--bin", bin]).join(bin)
+}
+
+/// Runs `cargo build --quiet ARGS` for this test's target directory and
+/// profile; returns the profile's directory (`target/debug`).
+pub fn cargo_build(args: &[&str]) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
+    let profile = profile_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let target = profile_dir.parent().unwrap().to_owned();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet"])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CARGO_TARGET_DIR", &target);
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    profile_dir
+}
