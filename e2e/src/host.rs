@@ -53,7 +53,10 @@ fn check_and_install(packages: &[&str]) -> Result<()> {
     }
     let filesystems = fs::read_to_string("/proc/filesystems")
         .map_err(|e| E2eError::io("read /proc/filesystems", e))?;
-    if !filesystems.lines().any(|l| l.trim_end().ends_with("overlay")) {
+    if !filesystems
+        .lines()
+        .any(|l| l.trim_end().ends_with("overlay"))
+    {
         return Err(E2eError::Unsupported(
             "the kernel has no overlay filesystem (containerd's snapshotter needs it)".into(),
         ));
@@ -110,7 +113,8 @@ pub struct FileLock(#[allow(dead_code)] File);
 /// Takes an exclusive lock on `path` (created if missing), waiting for it.
 pub fn lock_file(path: &Path) -> Result<FileLock> {
     if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| E2eError::io(format!("create {}", dir.display()), e))?;
+        fs::create_dir_all(dir)
+            .map_err(|e| E2eError::io(format!("create {}", dir.display()), e))?;
     }
     let file =
         File::create(path).map_err(|e| E2eError::io(format!("create {}", path.display()), e))?;

@@ -63,7 +63,10 @@ fn build(work: &Path, reference: &str, cmd: &[&str], archive: &Path) -> Result<(
     let layout = work.join("layout");
     let bundle = work.join("bundle");
     let tagged = format!("{}:e2e", layout.display());
-    run(Command::new("umoci").arg("init").arg("--layout").arg(&layout))?;
+    run(Command::new("umoci")
+        .arg("init")
+        .arg("--layout")
+        .arg(&layout))?;
     run(Command::new("umoci").args(["new", "--image", &tagged]))?;
     run(Command::new("umoci")
         .args(["unpack", "--image", &tagged])
