@@ -47,10 +47,11 @@
 
 mod serde_helpers;
 
-/// Code generated from `proto/nri.proto` by `prost-build`.
+/// Code generated from `proto/nri.proto` by `prost-build`, checked in under
+/// `src/generated/` (tests/generated.rs keeps it in step with the proto).
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 mod generated {
-    include!(concat!(env!("OUT_DIR"), "/nri.pkg.api.v1alpha1.rs"));
+    include!("generated/nri.pkg.api.v1alpha1.rs");
 }
 
 pub use generated::*;

@@ -116,7 +116,7 @@ pub fn method_path(service: &str, method: &str) -> String {
 mod tests {
     use super::*;
 
-    include!(concat!(env!("OUT_DIR"), "/proto_methods.rs"));
+    include!("generated/proto_methods.rs");
 
     fn declared(service: &str) -> Vec<&'static str> {
         PROTO_METHODS

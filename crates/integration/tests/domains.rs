@@ -3,8 +3,9 @@
 //! container and failures go back to the plugin, and the start-up race
 //! (events before any domain is registered).
 
-// The adaptation's log capture, shared rather than copied.
-#[path = "../../adaptation/tests/capture/mod.rs"]
+// The adaptation's log capture, shared rather than copied: tests/capture is a
+// link to nri-adaptation's tests/capture, which `cargo package` turns into a
+// copy so that the packaged crate's tests build on their own.
 mod capture;
 mod support;
 

@@ -1,4 +1,14 @@
-//! Generates the NRI protocol types from `proto/nri.proto`.
+//! The generated protocol code checked in under `src/generated/` matches what
+//! `proto/nri.proto` generates.
+//!
+//! nri-api ships the code `prost-build` generates from the proto (so that
+//! building the crate needs neither a build script nor the protobuf compiler
+//! chain); this test regenerates it into a temporary directory and compares.
+//! After changing the proto, update the checked-in files with
+//!
+//! ```sh
+//! NRI_API_UPDATE_GENERATED=1 cargo test -p nri-api --test generated
+//! ```
 //!
 //! The proto file is parsed with `protox` (no `protoc` binary needed) and the
 //! Rust code is produced by `prost-build`. Every message and enum gets serde
@@ -6,24 +16,27 @@
 //! field names are the proto field names, absent fields take their default,
 //! zero values are omitted on output, enums are plain numbers.
 //!
-//! Besides the types, the script writes `proto_methods.rs`: the list of
-//! `(service, method)` pairs of the proto, used by the crate's tests to check
-//! the method-name constants.
+//! Besides the types, the generator writes `proto_methods.rs`: the list of
+//! `(service, method)` pairs of the proto, used by the crate's unit tests to
+//! check the method-name constants.
 
 use std::error::Error;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use prost_types::field_descriptor_proto::Type;
 
 const PROTO: &str = "proto/nri.proto";
 const PACKAGE: &str = "nri.pkg.api.v1alpha1";
+/// The files of `src/generated/`, as `prost-build` and this generator name them.
+const FILES: [&str; 2] = ["nri.pkg.api.v1alpha1.rs", "proto_methods.rs"];
+const UPDATE_VAR: &str = "NRI_API_UPDATE_GENERATED";
+const HEADER: &str = "// @generated from proto/nri.proto by tests/generated.rs; do not edit.\n\
+    // Update with: NRI_API_UPDATE_GENERATED=1 cargo test -p nri-api --test generated\n\n";
 
-fn main() -> Result<(), Box<dyn Error>> {
-    println!("cargo:rerun-if-changed={PROTO}");
-    println!("cargo:rerun-if-changed=build.rs");
-
-    let fds = protox::compile([PROTO], ["proto"])?;
+/// Generates the code of `src/generated/` into `out`.
+fn generate(crate_dir: &Path, out: &Path) -> Result<(), Box<dyn Error>> {
+    let fds = protox::compile([crate_dir.join(PROTO)], [crate_dir.join("proto")])?;
 
     let mut config = prost_build::Config::new();
     let pkg = format!(".{PACKAGE}");
@@ -101,9 +114,45 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     methods.push_str("];\n");
 
-    let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(out_dir.join("proto_methods.rs"), methods)?;
-
+    std::fs::write(out.join("proto_methods.rs"), methods)?;
+    config.out_dir(out);
     config.compile_fds(fds)?;
+    for file in FILES {
+        let path = out.join(file);
+        let code = std::fs::read_to_string(&path)?;
+        std::fs::write(&path, format!("{HEADER}{code}"))?;
+    }
     Ok(())
+}
+
+#[test]
+fn checked_in_code_matches_the_proto() {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let checked_in = crate_dir.join("src/generated");
+    let tmp = tempfile::tempdir().unwrap();
+    generate(&crate_dir, tmp.path()).unwrap();
+
+    let update = std::env::var_os(UPDATE_VAR).is_some_and(|v| !v.is_empty() && v != "0");
+    let mut stale = Vec::new();
+    for file in FILES {
+        let fresh = std::fs::read_to_string(tmp.path().join(file)).unwrap();
+        let path = checked_in.join(file);
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        if current == fresh {
+            continue;
+        }
+        if update {
+            std::fs::write(&path, &fresh).unwrap();
+            eprintln!("updated {}", path.display());
+        } else {
+            stale.push(file);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "src/generated/{{{}}} differ from what {PROTO} generates; \
+         after changing the proto, update them with\n\n    \
+         {UPDATE_VAR}=1 cargo test -p nri-api --test generated\n",
+        stale.join(", ")
+    );
 }
