@@ -845,7 +845,10 @@ fn restarted_containerd_resynchronizes_reconnecting_plugins() {
     assert_eq!(running, std::slice::from_ref(&kept_ctr));
     assert_eq!(ids(&syncs[1]["containers"]), running, "{}", syncs[1]);
     let all = crictl.call(&["ps", "-a", "-q"]).unwrap();
-    assert!(all.contains(&stopped), "the stopped container still exists: {all}");
+    assert!(
+        all.contains(&stopped),
+        "the stopped container still exists: {all}"
+    );
 
     // The logger is back in the chain: a new container gets its variable.
     let id = crictl
