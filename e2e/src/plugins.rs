@@ -25,6 +25,7 @@ const BINARIES: &[(&str, &[&str])] = &[
         &["nri-network-device-injector"],
     ),
     ("nri-plugin-template", &["nri-template"]),
+    ("nri-plugin-differ", &["nri-differ"]),
     ("nri-plugin-writable-cgroups", &["nri-writable-cgroups"]),
     ("nri-misbehave", &["nri-misbehave"]),
 ];

@@ -382,7 +382,36 @@ fn samples_external(runtime: Runtime) {
         wait_registered(ctrd, &format!("{}-{}", s.idx, s.name), &mut p);
         plugins.push(p);
     }
+    // differ registers at two indices around every other plugin and logs what
+    // the plugins between them changed (external only: one process, two
+    // connections).
+    let differ_log = f.dir.path().join("differ-diffs.log");
+    let mut differ = start_external(
+        "differ",
+        &bin("nri-differ").unwrap(),
+        &[
+            "-indices",
+            "05,95",
+            "-socket-path",
+            &socket,
+            "-log-file",
+            &differ_log.to_string_lossy(),
+        ],
+        f.dir.path(),
+    )
+    .unwrap();
+    wait_registered(ctrd, "05-differ", &mut differ);
+    wait_registered(ctrd, "95-differ", &mut differ);
+    plugins.push(differ);
     check_sample_effects(ctrd, &f);
+    let diffs = fs::read_to_string(&differ_log).unwrap_or_default();
+    assert!(
+        diffs.lines().any(
+            |l| l.contains("[95] CreateContainer: container: create: [env")
+                && l.contains("NRI_LOGGER=logger-pid-")
+        ),
+        "differ did not show the logger's variable added between 05 and 95:\n{diffs}"
+    );
     for p in &mut plugins {
         assert!(p.is_running(), "{} exited:\n{}", p.name(), p.log());
     }
