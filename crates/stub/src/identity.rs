@@ -102,7 +102,10 @@ mod tests {
     fn resolve(s: IdentitySources) -> Result<(String, String), String> {
         s.resolve()
             .map(|id| (id.index, id.name))
-            .map_err(|e| e.to_string())
+            .map_err(|e| match e {
+                Error::Identity(e) => e.to_string(),
+                other => format!("not an identity error: {other}"),
+            })
     }
 
     #[test]

@@ -88,7 +88,8 @@ fn plugin_without_handlers_is_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "internal error: plugin configure::Nothing does not implement any NRI request handlers"
+        "plugin configure::Nothing does not implement any NRI request handlers: is \
+         `#[nri_stub::plugin]` missing on its `impl Plugin` block?"
     );
 }
 
@@ -101,7 +102,7 @@ fn invalid_identity_is_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid plugin name \"a,b\": contains invalid character ','"
+        format!("invalid plugin name \"a,b\": contains invalid character ','{IDENTITY_HINT}")
     );
     let err = Stub::builder(TwoHandlers)
         .name("ok")
@@ -110,9 +111,13 @@ fn invalid_identity_is_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid plugin index \"1x\" (not [0-9][0-9])"
+        format!("invalid plugin index \"1x\" (not [0-9][0-9]){IDENTITY_HINT}")
     );
 }
+
+/// What an identity error adds to the text of `nri_api`'s error.
+const IDENTITY_HINT: &str = " (set the name and the two-digit index with StubBuilder::name \
+                             and ::index, or name the program NN-name, e.g. 10-my-plugin)";
 
 /// Returns a configurable mask (or error) from configure.
 struct Configurable {
