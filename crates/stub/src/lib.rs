@@ -34,8 +34,9 @@
 //! 1. **Connect**: the connection given to the builder; else the socket a runtime hands
 //!    a plugin it launched (`NRI_PLUGIN_SOCKET`); else the runtime's socket
 //!    (`/var/run/nri/nri.sock` by default).
-//! 2. **Register** as `<index>-<name>` (builder options, else `NRI_PLUGIN_IDX` /
-//!    `NRI_PLUGIN_NAME`, else the program name `NN-name`).
+//! 2. **Register** as `<index>-<name>` (`NRI_PLUGIN_IDX` / `NRI_PLUGIN_NAME` of a
+//!    runtime that launched the plugin, else builder options, else the program name
+//!    `NN-name`).
 //! 3. **Configure**: [`Plugin::configure`] picks the events to subscribe to (default:
 //!    every event it has a handler for). The stub refuses subscriptions to events
 //!    without a handler, and to events the runtime's NRI version cannot deliver (the
