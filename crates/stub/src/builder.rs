@@ -19,7 +19,7 @@ use crate::{Error, Plugin, DEFAULT_REGISTRATION_TIMEOUT};
 /// # use nri_stub::{Plugin, Stub};
 /// # #[derive(Default)] struct MyPlugin;
 /// # #[nri_stub::plugin] impl Plugin for MyPlugin {
-/// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::Result<()> { Ok(()) }
+/// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::HandlerResult<()> { Ok(()) }
 /// # }
 /// # fn main() -> Result<(), nri_stub::Error> {
 /// let stub = Stub::builder(MyPlugin::default())

@@ -2,15 +2,39 @@
 
 use nri_api::EventMask;
 
-/// The error a plugin handler returns: any error type, boxed.
+/// The error a plugin handler returns: any error type, boxed
+/// ([`nri_api::BoxError`]).
 ///
 /// Handlers can use `?` on most errors, or build one from text with
 /// `Err("reason".into())`.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use nri_api::BoxError;
 
-/// Result of a plugin handler ([`BoxError`] by default), or of a stub operation when
-/// the error type is given (`Result<T, nri_stub::Error>`).
-pub type Result<T, E = BoxError> = std::result::Result<T, E>;
+/// Result of a plugin handler: its error is any error, boxed ([`BoxError`]).
+///
+/// ```
+/// fn check(name: &str) -> nri_stub::HandlerResult<()> {
+///     if name.is_empty() {
+///         return Err("a container needs a name".into());
+///     }
+///     Ok(())
+/// }
+/// assert!(check("").is_err());
+/// ```
+pub type HandlerResult<T> = std::result::Result<T, BoxError>;
+
+/// Result of a stub operation, with the stub's [`Error`] by default.
+///
+/// ```no_run
+/// # #[derive(Default)] struct MyPlugin;
+/// # #[nri_stub::plugin] impl nri_stub::Plugin for MyPlugin {
+/// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::HandlerResult<()> { Ok(()) }
+/// # }
+/// async fn serve() -> nri_stub::Result<()> {
+///     let stub = nri_stub::Stub::builder(MyPlugin).name("mine").index("10").build()?;
+///     stub.run().await
+/// }
+/// ```
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Why the stub could not be built, could not run, or stopped running.
 ///

@@ -16,7 +16,7 @@
 //! #[nri_stub::plugin]
 //! impl Plugin for Annotator {
 //!     async fn create_container(&self, ctx: &Context, pod: &PodSandbox, ctr: &Container)
-//!         -> nri_stub::Result<CreateContainerResult> {
+//!         -> nri_stub::HandlerResult<CreateContainerResult> {
 //!         let mut adjust = ContainerAdjustment::default();
 //!         adjust.annotations.insert("example.com/plugin".into(), ctx.name().into());
 //!         Ok(adjust.into())
@@ -71,7 +71,7 @@ pub use builder::StubBuilder;
 pub use context::{
     ConfigureInfo, Context, RuntimeInfo, DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
 };
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, HandlerResult, Result};
 pub use panic::HandlerPanic;
 pub use plugin::{CreateContainerResult, Plugin};
 pub use reconnect::Backoff;

@@ -6,7 +6,7 @@ use nri_api::{
     PodSandbox, ValidateContainerAdjustmentRequest,
 };
 
-use crate::{ConfigureInfo, Context, Result};
+use crate::{ConfigureInfo, Context, HandlerResult};
 
 /// An NRI plugin: implement the handlers for the events you care about.
 ///
@@ -31,12 +31,12 @@ use crate::{ConfigureInfo, Context, Result};
 ///
 /// #[nri_stub::plugin]
 /// impl Plugin for Logger {
-///     async fn start_container(&self, ctx: &Context, pod: &PodSandbox, ctr: &Container) -> nri_stub::Result<()> {
+///     async fn start_container(&self, ctx: &Context, pod: &PodSandbox, ctr: &Container) -> nri_stub::HandlerResult<()> {
 ///         println!("{}: container {} of pod {} started", ctx.name(), ctr.name, pod.name);
 ///         Ok(())
 ///     }
 ///
-///     async fn stop_container(&self, _: &Context, _: &PodSandbox, _: &Container) -> nri_stub::Result<Vec<ContainerUpdate>> {
+///     async fn stop_container(&self, _: &Context, _: &PodSandbox, _: &Container) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
 ///         Ok(Vec::new())
 ///     }
 /// }
@@ -64,7 +64,7 @@ pub trait Plugin: Send + Sync + 'static {
     /// an event the runtime's NRI version cannot deliver (see
     /// [`Error::EventsNotSupported`](crate::Error::EventsNotSupported)); `info.runtime`
     /// says which version the runtime speaks.
-    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> Result<EventMask> {
+    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         let _ = (ctx, info);
         Ok(EventMask::default())
     }
@@ -78,7 +78,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> Result<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         let _ = (ctx, pods, containers);
         Ok(Vec::new())
     }
@@ -90,7 +90,7 @@ pub trait Plugin: Send + Sync + 'static {
     }
 
     /// A pod sandbox is being started.
-    async fn run_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> Result<()> {
+    async fn run_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         let _ = (ctx, pod);
         Ok(())
     }
@@ -102,25 +102,25 @@ pub trait Plugin: Send + Sync + 'static {
         pod: &PodSandbox,
         overhead: Option<&LinuxResources>,
         resources: Option<&LinuxResources>,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, overhead, resources);
         Ok(())
     }
 
     /// The resources of a pod sandbox were updated.
-    async fn post_update_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> Result<()> {
+    async fn post_update_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         let _ = (ctx, pod);
         Ok(())
     }
 
     /// A pod sandbox is being stopped.
-    async fn stop_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> Result<()> {
+    async fn stop_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         let _ = (ctx, pod);
         Ok(())
     }
 
     /// A pod sandbox is being removed.
-    async fn remove_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> Result<()> {
+    async fn remove_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         let _ = (ctx, pod);
         Ok(())
     }
@@ -131,7 +131,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<CreateContainerResult> {
+    ) -> HandlerResult<CreateContainerResult> {
         let _ = (ctx, pod, container);
         Ok(CreateContainerResult::default())
     }
@@ -142,7 +142,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -153,7 +153,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -164,7 +164,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -177,7 +177,7 @@ pub trait Plugin: Send + Sync + 'static {
         pod: &PodSandbox,
         container: &Container,
         resources: Option<&LinuxResources>,
-    ) -> Result<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         let _ = (ctx, pod, container, resources);
         Ok(Vec::new())
     }
@@ -188,7 +188,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -199,7 +199,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         let _ = (ctx, pod, container);
         Ok(Vec::new())
     }
@@ -210,7 +210,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -223,7 +223,7 @@ pub trait Plugin: Send + Sync + 'static {
         &self,
         ctx: &Context,
         request: &ValidateContainerAdjustmentRequest,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, request);
         Ok(())
     }

@@ -19,11 +19,11 @@ impl Plugin for TwoHandlers {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 
-    async fn remove_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 
@@ -55,7 +55,7 @@ impl Plugin for Manual {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         Ok(vec![])
     }
 }
@@ -131,7 +131,11 @@ impl Plugin for Configurable {
         self.implemented
     }
 
-    async fn configure(&self, _: &Context, _: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        _: &Context,
+        _: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         self.reply.map_err(Into::into)
     }
 }
@@ -221,7 +225,7 @@ impl Plugin for Validator {
         &self,
         _: &Context,
         _: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 
@@ -230,7 +234,7 @@ impl Plugin for Validator {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<nri_stub::CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<nri_stub::CreateContainerResult> {
         Ok(Default::default())
     }
 }

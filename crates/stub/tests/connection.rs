@@ -24,7 +24,7 @@ impl Plugin for Stuck {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<nri_stub::CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<nri_stub::CreateContainerResult> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         std::future::pending().await
     }

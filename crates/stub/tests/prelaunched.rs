@@ -20,12 +20,12 @@ impl Plugin for Launched {
         &self,
         ctx: &Context,
         _: &nri_stub::ConfigureInfo,
-    ) -> nri_stub::Result<nri_stub::EventMask> {
+    ) -> nri_stub::HandlerResult<nri_stub::EventMask> {
         *SEEN_NAME.lock().unwrap() = ctx.name().to_string();
         Ok(nri_stub::EventMask::EMPTY)
     }
 
-    async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 }
