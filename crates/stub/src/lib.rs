@@ -96,4 +96,16 @@ pub use nri_stub_macros::plugin;
 pub mod __private {
     pub use crate::events::mask_of;
     pub use nri_api::Event;
+
+    /// Implemented by `#[nri_stub::plugin]` for the plugin type: a [`Plugin`](crate::Plugin)
+    /// without the attribute gets an error that names the fix. (Implement it by hand
+    /// only with a hand-written `implemented_events` and `#[nri_stub::async_trait]`.)
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` implements `nri_stub::Plugin` without `#[nri_stub::plugin]`",
+        label = "put `#[nri_stub::plugin]` on the `impl Plugin for {Self}` block",
+        note = "the attribute makes the `async fn` handlers match the trait (without it \
+                rustc also reports E0195, lifetime parameters do not match) and subscribes \
+                the plugin to the events it has handlers for"
+    )]
+    pub trait PluginAttribute {}
 }

@@ -46,8 +46,27 @@ use crate::{ConfigureInfo, Context, HandlerResult};
 /// assert!(events.is_set(nri_stub::api::Event::StopContainer));
 /// assert!(!events.is_set(nri_stub::api::Event::CreateContainer));
 /// ```
+///
+/// # Forgetting the attribute
+///
+/// Without `#[nri_stub::plugin]` the `impl` does not compile, and the error says so:
+/// "`Mine` implements `nri_stub::Plugin` without `#[nri_stub::plugin]`", next to
+/// rustc's E0195 (the `async fn`s do not match the trait's lifetimes).
+///
+/// ```compile_fail,E0277
+/// use nri_stub::api::PodSandbox;
+/// use nri_stub::{Context, Plugin};
+///
+/// struct Mine;
+///
+/// impl Plugin for Mine {
+///     async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
+///         Ok(())
+///     }
+/// }
+/// ```
 #[async_trait]
-pub trait Plugin: Send + Sync + 'static {
+pub trait Plugin: crate::__private::PluginAttribute + Send + Sync + 'static {
     /// The events this plugin has handlers for.
     ///
     /// Written by `#[nri_stub::plugin]`; write it yourself only without the macro. The

@@ -44,6 +44,8 @@ fn macro_sets_exactly_the_implemented_events() {
 /// Declares its events by hand, without the macro.
 struct Manual;
 
+impl nri_stub::__private::PluginAttribute for Manual {}
+
 #[nri_stub::async_trait]
 impl Plugin for Manual {
     fn implemented_events(&self) -> EventMask {
@@ -124,6 +126,8 @@ struct Configurable {
     reply: Result<EventMask, &'static str>,
     implemented: EventMask,
 }
+
+impl nri_stub::__private::PluginAttribute for Configurable {}
 
 #[nri_stub::async_trait]
 impl Plugin for Configurable {

@@ -395,6 +395,9 @@ pub struct Configured<P> {
     pub config: String,
 }
 
+/// Hand-written, to forward `implemented_events` and every handler.
+impl<P: Plugin> nri_stub::__private::PluginAttribute for Configured<P> {}
+
 #[nri_stub::async_trait]
 impl<P: Plugin> Plugin for Configured<P> {
     fn implemented_events(&self) -> EventMask {
