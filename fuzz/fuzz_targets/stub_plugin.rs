@@ -31,7 +31,7 @@ struct Everything;
 
 #[nri_stub::plugin]
 impl Plugin for Everything {
-    async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
     async fn update_pod_sandbox(
@@ -40,16 +40,16 @@ impl Plugin for Everything {
         _: &PodSandbox,
         _: Option<&LinuxResources>,
         _: Option<&LinuxResources>,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
-    async fn post_update_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn post_update_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
-    async fn stop_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
-    async fn remove_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
     async fn create_container(
@@ -57,7 +57,7 @@ impl Plugin for Everything {
         _: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
         adjust.add_annotation("fuzz/pod", &pod.id);
         adjust.add_env("CTR", &ctr.id);
@@ -68,7 +68,7 @@ impl Plugin for Everything {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
     async fn start_container(
@@ -76,7 +76,7 @@ impl Plugin for Everything {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
     async fn post_start_container(
@@ -84,7 +84,7 @@ impl Plugin for Everything {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
     async fn update_container(
@@ -93,7 +93,7 @@ impl Plugin for Everything {
         _: &PodSandbox,
         ctr: &Container,
         _: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         // An unsolicited update from inside a handler, as plugins do.
         let mut update = ContainerUpdate::for_container(&ctr.id);
         update.set_linux_cpu_shares(2);
@@ -108,7 +108,7 @@ impl Plugin for Everything {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
     async fn stop_container(
@@ -116,7 +116,7 @@ impl Plugin for Everything {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         Ok(Vec::new())
     }
     async fn remove_container(
@@ -124,14 +124,14 @@ impl Plugin for Everything {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
     async fn validate_container_adjustment(
         &self,
         _: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         if req.plugins.len() > 3 {
             return Err("too many plugins".into());
         }

@@ -10,7 +10,7 @@ use nri_api::PluginNameError;
 use crate::error::MergeError;
 
 /// A boxed error, as returned by runtime hooks and builtin plugins.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use nri_api::BoxError;
 
 /// Why one call to one plugin failed.
 #[derive(Debug, thiserror::Error)]

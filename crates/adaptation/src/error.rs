@@ -1,7 +1,11 @@
-//! Errors of the merge engine.
+//! Every error type of the adaptation: the crate's [`Error`] (entry points),
+//! [`PluginError`] (one plugin call), [`RegistrationError`], [`DiscoverError`],
+//! and those of the merge engine, [`ConflictError`] and [`MergeError`].
 //!
 //! The texts match the reference implementation exactly, since runtimes and
 //! tests compare them.
+
+pub use crate::adaptation_error::{BoxError, DiscoverError, Error, PluginError, RegistrationError};
 
 use nri_api::gofmt::quote;
 use nri_api::Field;

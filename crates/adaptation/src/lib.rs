@@ -82,11 +82,12 @@ mod runtime;
 mod validate;
 
 pub use adaptation::{Adaptation, PluginSyncBlock};
-pub use adaptation_error::{BoxError, DiscoverError, Error, PluginError, RegistrationError};
 pub use async_trait::async_trait;
 pub use builder::AdaptationBuilder;
 pub use builtin::{BuiltinPlugin, DefaultValidatorPlugin};
-pub use error::{ConflictError, MergeError};
+pub use error::{
+    BoxError, ConflictError, DiscoverError, Error, MergeError, PluginError, RegistrationError,
+};
 pub use merge::{CreateOutcome, CreateResult, StopResult, UpdateResult};
 pub use metrics::{Metrics, NoMetrics};
 pub use owners::{field_kind, FieldKind, Owners};

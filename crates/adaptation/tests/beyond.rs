@@ -26,7 +26,7 @@ impl Plugin for Sleepy {
         ctx: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         if ctr.id.starts_with("slow") {
             tokio::time::sleep(self.sleep).await;
         }
@@ -257,7 +257,7 @@ impl Plugin for Tagged {
         _ctx: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("{} {}", self.tag, ctr.id));
         Ok(())
     }

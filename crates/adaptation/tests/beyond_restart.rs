@@ -31,7 +31,11 @@ struct Restartee;
 
 #[nri_stub::plugin]
 impl Plugin for Restartee {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        _ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         let dir = PathBuf::from(info.config.trim());
         let mut starts = std::fs::read_to_string(dir.join("starts")).unwrap_or_default();
         starts.push_str(&format!("{}\n", std::process::id()));
@@ -47,7 +51,7 @@ impl Plugin for Restartee {
         _ctx: &Context,
         _p: &PodSandbox,
         _c: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
         adjust.add_annotation("pid", std::process::id().to_string());
         Ok(adjust.into())

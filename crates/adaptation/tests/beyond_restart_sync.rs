@@ -48,7 +48,11 @@ impl Recorder {
 
 #[nri_stub::plugin]
 impl Plugin for Recorder {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        _ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         let dir = PathBuf::from(info.config.trim());
         let mut starts = std::fs::read_to_string(dir.join("starts")).unwrap_or_default();
         starts.push_str(&format!("{}\n", std::process::id()));
@@ -62,7 +66,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let pods: Vec<_> = pods.iter().map(|p| p.id.as_str()).collect();
         let ctrs: Vec<_> = containers.iter().map(|c| c.id.as_str()).collect();
         self.record(format!(
@@ -73,12 +77,20 @@ impl Plugin for Recorder {
         Ok(Vec::new())
     }
 
-    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("RunPodSandbox {}", pod.id));
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("StopPodSandbox {}", pod.id));
         Ok(())
     }
@@ -88,7 +100,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         _pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("PostCreateContainer {}", ctr.id));
         Ok(())
     }
@@ -98,7 +110,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         _pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("StartContainer {}", ctr.id));
         Ok(())
     }
@@ -108,7 +120,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         _pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("PostStartContainer {}", ctr.id));
         Ok(())
     }
@@ -118,7 +130,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         _pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.record(format!("StopContainer {}", ctr.id));
         Ok(Vec::new())
     }
@@ -128,7 +140,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         _pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("RemoveContainer {}", ctr.id));
         Ok(())
     }

@@ -220,7 +220,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let pods: Vec<_> = pods.iter().map(|p| p.id.as_str()).collect();
         let ctrs: Vec<_> = containers
             .iter()
@@ -236,12 +236,12 @@ impl Plugin for Recorder {
         Ok(Vec::new())
     }
 
-    async fn run_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("RunPodSandbox {}", pod.id));
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("StopPodSandbox {}", pod.id));
         Ok(())
     }
@@ -251,7 +251,7 @@ impl Plugin for Recorder {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.log.push(format!("CreateContainer {}", ctr.id));
         let mut adjust = nri_api::ContainerAdjustment::default();
         adjust.add_annotation("recorder", "seen");
@@ -263,7 +263,7 @@ impl Plugin for Recorder {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("PostCreateContainer {}", ctr.id));
         Ok(())
     }
@@ -273,7 +273,7 @@ impl Plugin for Recorder {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("StartContainer {}", ctr.id));
         Ok(())
     }
@@ -283,7 +283,7 @@ impl Plugin for Recorder {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("PostStartContainer {}", ctr.id));
         Ok(())
     }
@@ -293,7 +293,7 @@ impl Plugin for Recorder {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("PostUpdateContainer {}", ctr.id));
         Ok(())
     }
@@ -304,7 +304,7 @@ impl Plugin for Recorder {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.log.push(format!("StopContainer {}", ctr.id));
         if ctr.id != "c1" {
             return Ok(Vec::new());
@@ -320,7 +320,7 @@ impl Plugin for Recorder {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("RemoveContainer {}", ctr.id));
         Ok(())
     }
@@ -468,7 +468,7 @@ impl Plugin for Validator {
         &self,
         _ctx: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         let name = req.container.as_ref().map_or("", |c| c.id.as_str());
         if name.starts_with("slow") {
             tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -581,7 +581,7 @@ impl Plugin for Sleeper {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         if let Some(ms) = ctr.id.strip_prefix("slow-") {
             tokio::time::sleep(Duration::from_millis(ms.parse()?)).await;
         }

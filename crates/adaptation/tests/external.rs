@@ -22,7 +22,7 @@ impl Plugin for Everything {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.0.push(format!(
             "sync pods={} ctrs={}",
             pods.len(),
@@ -38,7 +38,7 @@ impl Plugin for Everything {
     async fn shutdown(&self, _ctx: &Context) {
         self.0.push("shutdown");
     }
-    async fn run_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("RunPodSandbox {}", pod.id));
         Ok(())
     }
@@ -48,7 +48,7 @@ impl Plugin for Everything {
         pod: &PodSandbox,
         _o: Option<&LinuxResources>,
         _r: Option<&LinuxResources>,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("UpdatePodSandbox {}", pod.id));
         Ok(())
     }
@@ -56,15 +56,23 @@ impl Plugin for Everything {
         &self,
         _c: &Context,
         pod: &PodSandbox,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("PostUpdatePodSandbox {}", pod.id));
         Ok(())
     }
-    async fn stop_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _c: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("StopPodSandbox {}", pod.id));
         Ok(())
     }
-    async fn remove_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        _c: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("RemovePodSandbox {}", pod.id));
         Ok(())
     }
@@ -73,7 +81,7 @@ impl Plugin for Everything {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.0.push(format!("CreateContainer {}", ctr.id));
         let mut adjust = ContainerAdjustment::default();
         adjust.add_annotation("seen-by", "everything");
@@ -84,7 +92,7 @@ impl Plugin for Everything {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("PostCreateContainer {}", ctr.id));
         Ok(())
     }
@@ -93,7 +101,7 @@ impl Plugin for Everything {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("StartContainer {}", ctr.id));
         Ok(())
     }
@@ -102,7 +110,7 @@ impl Plugin for Everything {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("PostStartContainer {}", ctr.id));
         Ok(())
     }
@@ -112,7 +120,7 @@ impl Plugin for Everything {
         _p: &PodSandbox,
         ctr: &Container,
         _r: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.0.push(format!("UpdateContainer {}", ctr.id));
         let mut u = ContainerUpdate {
             container_id: ctr.id.clone(),
@@ -126,7 +134,7 @@ impl Plugin for Everything {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("PostUpdateContainer {}", ctr.id));
         Ok(())
     }
@@ -135,7 +143,7 @@ impl Plugin for Everything {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.0.push(format!("StopContainer {}", ctr.id));
         let mut u = ContainerUpdate {
             container_id: "other".into(),
@@ -149,7 +157,7 @@ impl Plugin for Everything {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.0.push(format!("RemoveContainer {}", ctr.id));
         Ok(())
     }
@@ -317,7 +325,7 @@ impl Plugin for Adjuster {
         ctx: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut seen: Vec<_> = ctr.annotations.keys().cloned().collect();
         seen.sort();
         self.log
@@ -449,7 +457,7 @@ impl Plugin for Misbehaving {
         _c: &Context,
         _p: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         if self.sleep {
             tokio::time::sleep(Duration::from_secs(30)).await;
             Ok(())
@@ -533,7 +541,7 @@ impl Plugin for Counter {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let last = containers.last().map(|c| c.id.clone()).unwrap_or_default();
         self.0.push(format!(
             "pods={} ctrs={} last={last}",
@@ -547,7 +555,7 @@ impl Plugin for Counter {
         _c: &Context,
         _p: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 }
@@ -604,7 +612,7 @@ impl Plugin for Validator {
         &self,
         _ctx: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         let plugins: Vec<_> = req
             .plugins
             .iter()
@@ -703,7 +711,7 @@ impl Plugin for Hooker {
         _c: &Context,
         _p: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let adjust = ContainerAdjustment {
             hooks: Some(Hooks {
                 prestart: vec![Hook {
@@ -757,7 +765,7 @@ impl Plugin for Updater {
         ctx: &Context,
         _p: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut ok = ContainerUpdate {
             container_id: "ctr-ok".into(),
             ..Default::default()

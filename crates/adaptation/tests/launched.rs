@@ -31,7 +31,11 @@ fn link(fd: u32) -> String {
 
 #[nri_stub::plugin]
 impl Plugin for SelfReport {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        _ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         *self.config.lock().unwrap() = info.config.clone();
         Ok(EventMask::default())
     }
@@ -41,7 +45,7 @@ impl Plugin for SelfReport {
         ctx: &Context,
         _p: &PodSandbox,
         _c: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut env: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
         env.sort();
         let mut adjust = ContainerAdjustment::default();

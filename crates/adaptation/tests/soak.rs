@@ -326,7 +326,7 @@ impl Plugin for Soak {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let mut seen = self.rec.seen.lock().unwrap();
         let mut synced = (HashMap::new(), HashMap::new());
         for p in pods {
@@ -366,17 +366,25 @@ impl Plugin for Soak {
         Ok(updates)
     }
 
-    async fn run_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::HandlerResult<()> {
         self.rec.pod_event(pod, 0);
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _c: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.rec.pod_event(pod, 1);
         Ok(())
     }
 
-    async fn remove_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        _c: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.rec.pod_event(pod, 2);
         Ok(())
     }
@@ -386,7 +394,7 @@ impl Plugin for Soak {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.rec.ctr_event(pod, ctr, 0);
         let mut adjust = ContainerAdjustment::default();
         if self.adjust {
@@ -400,7 +408,7 @@ impl Plugin for Soak {
         _c: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.rec.ctr_event(pod, ctr, 1);
         Ok(())
     }
@@ -410,7 +418,7 @@ impl Plugin for Soak {
         _c: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.rec.ctr_event(pod, ctr, START);
         self.rec.live.lock().await.ids.insert(ctr.id.clone());
         Ok(())
@@ -421,7 +429,7 @@ impl Plugin for Soak {
         _c: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.rec.ctr_event(pod, ctr, POST_START);
         self.rec.live.lock().await.ids.insert(ctr.id.clone());
         if self.rec.started.fetch_add(1, Ordering::Relaxed) % UPDATE_EVERY == 0 {
@@ -436,7 +444,7 @@ impl Plugin for Soak {
         _p: &PodSandbox,
         ctr: &Container,
         _r: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.rec
             .error(format!("unexpected UpdateContainer {}", ctr.id));
         Ok(Vec::new())
@@ -447,7 +455,7 @@ impl Plugin for Soak {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.rec
             .error(format!("unexpected PostUpdateContainer {}", ctr.id));
         Ok(())
@@ -458,7 +466,7 @@ impl Plugin for Soak {
         _c: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         // Waits for an update of this container that is in flight.
         self.rec.live.lock().await.ids.remove(&ctr.id);
         self.rec.ctr_event(pod, ctr, STOP);
@@ -470,7 +478,7 @@ impl Plugin for Soak {
         _c: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.rec.live.lock().await.ids.remove(&ctr.id);
         self.rec.ctr_event(pod, ctr, REMOVE);
         Ok(())

@@ -24,12 +24,20 @@ struct Asker(Arc<Mutex<Option<RuntimeHandle>>>);
 
 #[nri_stub::plugin]
 impl Plugin for Asker {
-    async fn configure(&self, ctx: &Context, _info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        ctx: &Context,
+        _info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         *self.0.lock().unwrap() = Some(ctx.runtime_handle().clone());
         Ok(EventMask::default())
     }
 
-    async fn run_pod_sandbox(&self, _ctx: &Context, _pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        _pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 }

@@ -69,6 +69,16 @@ mod update;
 pub mod version;
 
 pub use event::{EventMask, ParseEventError};
+
+/// Any error, boxed: what plugin handlers, runtime hooks, builtin plugins and
+/// OCI callbacks return. Defined once here and re-exported by `nri-stub`,
+/// `nri-adaptation` and `nri-oci`.
+///
+/// ```
+/// let err: nri_api::BoxError = "no such device".into();
+/// assert_eq!(err.to_string(), "no such device");
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub use optional::opt;
 pub use plugin::PluginNameError;
 pub use version::{VersionError, NRI_VERSION};

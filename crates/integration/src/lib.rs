@@ -89,11 +89,13 @@ mod nri;
 mod outcome;
 mod state;
 
-pub use async_trait::async_trait;
 pub use config::Config;
 pub use domain::Domain;
 pub use error::{ConfigError, Error};
 pub use nri::{Nri, NriBuilder, SyncBlock};
+/// The attribute for implementing [`Domain`] and the adaptation's hooks, as
+/// `nri-adaptation` re-exports it.
+pub use nri_adaptation::async_trait;
 pub use nri_adaptation::{BoxError, PluginInfo};
 pub use outcome::{Adjustment, FailedUpdates, ResourceUpdate};
 pub use state::LifecycleState;

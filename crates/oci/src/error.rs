@@ -4,7 +4,7 @@ use nri_api::gofmt::quote;
 
 /// Error type returned by the pluggable callbacks (resolvers, checkers,
 /// filters, injectors).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use nri_api::BoxError;
 
 /// Why an adjustment or update could not be applied.
 ///

@@ -100,7 +100,7 @@ impl CommonArgs {
     /// # use nri_stub::{Plugin, Stub};
     /// # #[derive(Default)] struct MyPlugin;
     /// # #[nri_stub::plugin] impl Plugin for MyPlugin {
-    /// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::Result<()> { Ok(()) }
+    /// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::HandlerResult<()> { Ok(()) }
     /// # }
     /// use nri_plugin_util::{CommonArgs, PluginInfo};
     ///
@@ -163,7 +163,7 @@ impl CommonArgs {
     /// # use nri_stub::{Plugin, Stub};
     /// # #[derive(Default)] struct MyPlugin;
     /// # #[nri_stub::plugin] impl Plugin for MyPlugin {
-    /// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::Result<()> { Ok(()) }
+    /// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::HandlerResult<()> { Ok(()) }
     /// # }
     /// use nri_plugin_util::{CommonArgs, PluginInfo};
     ///

@@ -18,6 +18,8 @@
 //! * [`plugin_name`], [`plugin_index`] and [`is_indexed_program`]: whether a
 //!   plugin should give the stub its default name or index, or leave it to the
 //!   runtime (`NRI_PLUGIN_NAME`, `NRI_PLUGIN_IDX`) or the program name (`NN-name`);
+//! * [`yaml11_int`], [`reads_as_yaml12_number`], [`go_integral`]: the number
+//!   rules of the Go plugins' annotation YAML (`sigs.k8s.io/yaml`);
 //! * [`init_logging`], [`log_filter`] and [`use_colour`]: `tracing` to standard
 //!   error, `info` or (with `-verbose`) `debug`, `RUST_LOG` overriding both;
 //!   colours only on a terminal and without `NO_COLOR`.
@@ -45,6 +47,7 @@ mod args;
 mod common;
 mod identity;
 mod logging;
+mod yaml_numbers;
 
 pub use args::{go_args, ShortFlags};
 pub use common::{
@@ -58,3 +61,4 @@ pub use nri_api::goparse::parse_bool as parse_go_bool;
 /// Go's `time.ParseDuration`, as a clap value parser: the workspace's one
 /// duration parser, [`nri_api::goparse::parse_duration`].
 pub use nri_api::goparse::parse_duration;
+pub use yaml_numbers::{go_integral, reads_as_yaml12_number, yaml11_int};

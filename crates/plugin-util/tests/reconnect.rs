@@ -22,7 +22,7 @@ struct Quiet;
 
 #[nri_stub::plugin]
 impl Plugin for Quiet {
-    async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 }

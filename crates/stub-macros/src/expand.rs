@@ -49,9 +49,15 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         block.items.push(generated);
     }
 
+    let (impl_generics, _, where_clause) = block.generics.split_for_impl();
+    let self_ty = &block.self_ty;
+    let marker = quote! {
+        impl #impl_generics ::nri_stub::__private::PluginAttribute for #self_ty #where_clause {}
+    };
     Ok(quote! {
         #[::nri_stub::async_trait]
         #block
+        #marker
     })
 }
 

@@ -11,7 +11,7 @@ impl Plugin for Annotate {
         ctx: &Context,
         _pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
         adjust.add_annotation("annotate.example.com/by", ctx.name());
         adjust.add_env("ANNOTATED_CONTAINER", ctr.name.clone());

@@ -19,7 +19,7 @@ use crate::{Error, Plugin, DEFAULT_REGISTRATION_TIMEOUT};
 /// # use nri_stub::{Plugin, Stub};
 /// # #[derive(Default)] struct MyPlugin;
 /// # #[nri_stub::plugin] impl Plugin for MyPlugin {
-/// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::Result<()> { Ok(()) }
+/// #   async fn run_pod_sandbox(&self, _: &nri_stub::Context, _: &nri_stub::api::PodSandbox) -> nri_stub::HandlerResult<()> { Ok(()) }
 /// # }
 /// # fn main() -> Result<(), nri_stub::Error> {
 /// let stub = Stub::builder(MyPlugin::default())
@@ -61,16 +61,17 @@ impl<P: Plugin> StubBuilder<P> {
         }
     }
 
-    /// The plugin's base name. Default: `NRI_PLUGIN_NAME`, else taken from the program
-    /// name (`NN-name`, or the whole program name when only the index is known).
+    /// The plugin's base name, unless a runtime that launched the plugin names it
+    /// (`NRI_PLUGIN_NAME`), which wins. Default: taken from the program name
+    /// (`NN-name`, or the whole program name when only the index is known).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
     }
 
-    /// The plugin's two-digit index, which orders plugins. Default: `NRI_PLUGIN_IDX`,
-    /// else the `NN` of a program named `NN-name`. Unlike Go's `WithPluginIdx`, this
-    /// wins over `NRI_PLUGIN_IDX` instead of failing.
+    /// The plugin's two-digit index, which orders plugins, unless a runtime that
+    /// launched the plugin numbers it (`NRI_PLUGIN_IDX`), which wins (Go's
+    /// `WithPluginIdx` fails instead). Default: the `NN` of a program named `NN-name`.
     pub fn index(mut self, index: impl Into<String>) -> Self {
         self.index = Some(index.into());
         self

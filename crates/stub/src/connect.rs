@@ -81,7 +81,10 @@ impl Connector {
             None => {
                 let stream = UnixStream::connect(&self.socket_path)
                     .await
-                    .map_err(Error::Connect)?;
+                    .map_err(|source| Error::Connect {
+                        socket: self.socket_path.clone(),
+                        source,
+                    })?;
                 Ok(Box::new(stream))
             }
         }
@@ -163,7 +166,9 @@ mod tests {
         let err = connect_err(&connector("abc")).await;
         assert_eq!(
             err.to_string(),
-            "invalid socket in environment (NRI_PLUGIN_SOCKET=\"abc\"): invalid digit found in string"
+            "invalid socket in environment (NRI_PLUGIN_SOCKET=\"abc\"): invalid digit found in \
+             string (it must be the number of a socket descriptor a runtime handed over; unset it \
+             to connect by socket path)"
         );
     }
 
@@ -219,8 +224,14 @@ mod tests {
     async fn dial_failure_is_reported() {
         let c = Connector::new(None, None, "/nonexistent/dir/nri.sock".into());
         let err = connect_err(&c).await;
-        assert!(err
-            .to_string()
-            .starts_with("failed to connect to NRI service: "));
+        let text = err.to_string();
+        assert!(
+            text.starts_with("cannot connect to the NRI socket /nonexistent/dir/nri.sock: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("is the runtime running, with NRI enabled"),
+            "{text}"
+        );
     }
 }

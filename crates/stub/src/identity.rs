@@ -1,16 +1,19 @@
 //! Working out the plugin's name and index.
 //!
 //! Sources, strongest first:
-//! 1. the builder's [`name`](crate::StubBuilder::name) and
-//!    [`index`](crate::StubBuilder::index),
-//! 2. `NRI_PLUGIN_NAME` and `NRI_PLUGIN_IDX` (set by a runtime that launched the plugin),
+//! 1. `NRI_PLUGIN_NAME` and `NRI_PLUGIN_IDX`, set by a runtime that launched the
+//!    plugin: the runtime knows the plugin by that name whatever the plugin
+//!    registers, so the plugin must not believe another one;
+//! 2. the builder's [`name`](crate::StubBuilder::name) and
+//!    [`index`](crate::StubBuilder::index);
 //! 3. the program name (basename of `argv[0]`): `NN-name`, or just the name when the
 //!    index is known.
 //!
-//! Differences from the Go stub, on purpose: an index given to the builder replaces
-//! one from the environment (Go's `WithPluginIdx` fails when `NRI_PLUGIN_IDX` is set),
-//! and a name given to the builder is kept when the index has to be taken from the
-//! program name (Go replaces it with the parsed one).
+//! Differences from the Go stub, on purpose: an index given to the builder gives way
+//! to `NRI_PLUGIN_IDX` (Go's `WithPluginIdx` fails when the variable is set, and
+//! Go's `WithPluginName` wins over `NRI_PLUGIN_NAME`), and a name given to the
+//! builder is kept when the index has to be taken from the program name (Go
+//! replaces it with the parsed one).
 
 use crate::Error;
 
@@ -55,8 +58,8 @@ impl IdentitySources {
 
     /// Applies the precedence rules and validates the result.
     pub(crate) fn resolve(self) -> Result<Identity, Error> {
-        let name = non_empty(self.name).or(self.env_name);
-        let index = non_empty(self.index).or(self.env_index);
+        let name = overridden("name", self.env_name, non_empty(self.name));
+        let index = overridden("index", self.env_index, non_empty(self.index));
         let program = self.program.as_deref().map(basename).unwrap_or_default();
 
         let identity = match (index, name) {
@@ -77,6 +80,21 @@ impl IdentitySources {
         nri_api::plugin::check_plugin_index(&identity.index).map_err(Error::Identity)?;
         nri_api::plugin::check_plugin_name(&identity.name).map_err(Error::Identity)?;
         Ok(identity)
+    }
+}
+
+/// The runtime's value if it gave one, else the builder's; a warning when the
+/// two differ.
+fn overridden(what: &str, runtime: Option<String>, builder: Option<String>) -> Option<String> {
+    match (runtime, builder) {
+        (Some(runtime), Some(builder)) if runtime != builder => {
+            tracing::warn!(
+                "the runtime that launched the plugin gave it the {what} {runtime:?}; \
+                 using it instead of {builder:?} set in the plugin"
+            );
+            Some(runtime)
+        }
+        (runtime, builder) => runtime.or(builder),
     }
 }
 
@@ -102,16 +120,44 @@ mod tests {
     fn resolve(s: IdentitySources) -> Result<(String, String), String> {
         s.resolve()
             .map(|id| (id.index, id.name))
-            .map_err(|e| e.to_string())
+            .map_err(|e| match e {
+                Error::Identity(e) => e.to_string(),
+                other => format!("not an identity error: {other}"),
+            })
     }
 
     #[test]
-    fn builder_wins_over_environment() {
+    fn the_launching_runtime_wins_over_the_builder() {
         let s = IdentitySources {
             name: Some("mine".into()),
             index: Some("10".into()),
             env_name: Some("env".into()),
             env_index: Some("90".into()),
+            ..sources()
+        };
+        assert_eq!(resolve(s), Ok(("90".into(), "env".into())));
+        // Each one on its own.
+        let s = IdentitySources {
+            name: Some("x".into()),
+            index: Some("10".into()),
+            env_index: Some("20".into()),
+            ..sources()
+        };
+        assert_eq!(resolve(s), Ok(("20".into(), "x".into())));
+        let s = IdentitySources {
+            name: Some("mine".into()),
+            index: Some("10".into()),
+            env_name: Some("theirs".into()),
+            ..sources()
+        };
+        assert_eq!(resolve(s), Ok(("10".into(), "theirs".into())));
+    }
+
+    #[test]
+    fn the_builder_is_used_without_the_environment() {
+        let s = IdentitySources {
+            name: Some("mine".into()),
+            index: Some("10".into()),
             ..sources()
         };
         assert_eq!(resolve(s), Ok(("10".into(), "mine".into())));

@@ -16,7 +16,7 @@
 //! #[nri_stub::plugin]
 //! impl Plugin for Annotator {
 //!     async fn create_container(&self, ctx: &Context, pod: &PodSandbox, ctr: &Container)
-//!         -> nri_stub::Result<CreateContainerResult> {
+//!         -> nri_stub::HandlerResult<CreateContainerResult> {
 //!         let mut adjust = ContainerAdjustment::default();
 //!         adjust.annotations.insert("example.com/plugin".into(), ctx.name().into());
 //!         Ok(adjust.into())
@@ -34,8 +34,9 @@
 //! 1. **Connect**: the connection given to the builder; else the socket a runtime hands
 //!    a plugin it launched (`NRI_PLUGIN_SOCKET`); else the runtime's socket
 //!    (`/var/run/nri/nri.sock` by default).
-//! 2. **Register** as `<index>-<name>` (builder options, else `NRI_PLUGIN_IDX` /
-//!    `NRI_PLUGIN_NAME`, else the program name `NN-name`).
+//! 2. **Register** as `<index>-<name>` (`NRI_PLUGIN_IDX` / `NRI_PLUGIN_NAME` of a
+//!    runtime that launched the plugin, else builder options, else the program name
+//!    `NN-name`).
 //! 3. **Configure**: [`Plugin::configure`] picks the events to subscribe to (default:
 //!    every event it has a handler for). The stub refuses subscriptions to events
 //!    without a handler, and to events the runtime's NRI version cannot deliver (the
@@ -70,7 +71,7 @@ pub use builder::StubBuilder;
 pub use context::{
     ConfigureInfo, Context, RuntimeInfo, DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
 };
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, HandlerResult, Result};
 pub use panic::HandlerPanic;
 pub use plugin::{CreateContainerResult, Plugin};
 pub use reconnect::Backoff;
@@ -95,4 +96,16 @@ pub use nri_stub_macros::plugin;
 pub mod __private {
     pub use crate::events::mask_of;
     pub use nri_api::Event;
+
+    /// Implemented by `#[nri_stub::plugin]` for the plugin type: a [`Plugin`](crate::Plugin)
+    /// without the attribute gets an error that names the fix. (Implement it by hand
+    /// only with a hand-written `implemented_events` and `#[nri_stub::async_trait]`.)
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` implements `nri_stub::Plugin` without `#[nri_stub::plugin]`",
+        label = "put `#[nri_stub::plugin]` on the `impl Plugin for {Self}` block",
+        note = "the attribute makes the `async fn` handlers match the trait (without it \
+                rustc also reports E0195, lifetime parameters do not match) and subscribes \
+                the plugin to the events it has handlers for"
+    )]
+    pub trait PluginAttribute {}
 }

@@ -6,7 +6,7 @@ use nri_api::{
     PodSandbox, ValidateContainerAdjustmentRequest,
 };
 
-use crate::{ConfigureInfo, Context, Result};
+use crate::{ConfigureInfo, Context, HandlerResult};
 
 /// An NRI plugin: implement the handlers for the events you care about.
 ///
@@ -31,12 +31,12 @@ use crate::{ConfigureInfo, Context, Result};
 ///
 /// #[nri_stub::plugin]
 /// impl Plugin for Logger {
-///     async fn start_container(&self, ctx: &Context, pod: &PodSandbox, ctr: &Container) -> nri_stub::Result<()> {
+///     async fn start_container(&self, ctx: &Context, pod: &PodSandbox, ctr: &Container) -> nri_stub::HandlerResult<()> {
 ///         println!("{}: container {} of pod {} started", ctx.name(), ctr.name, pod.name);
 ///         Ok(())
 ///     }
 ///
-///     async fn stop_container(&self, _: &Context, _: &PodSandbox, _: &Container) -> nri_stub::Result<Vec<ContainerUpdate>> {
+///     async fn stop_container(&self, _: &Context, _: &PodSandbox, _: &Container) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
 ///         Ok(Vec::new())
 ///     }
 /// }
@@ -46,8 +46,27 @@ use crate::{ConfigureInfo, Context, Result};
 /// assert!(events.is_set(nri_stub::api::Event::StopContainer));
 /// assert!(!events.is_set(nri_stub::api::Event::CreateContainer));
 /// ```
+///
+/// # Forgetting the attribute
+///
+/// Without `#[nri_stub::plugin]` the `impl` does not compile, and the error says so:
+/// "`Mine` implements `nri_stub::Plugin` without `#[nri_stub::plugin]`", next to
+/// rustc's E0195 (the `async fn`s do not match the trait's lifetimes).
+///
+/// ```compile_fail,E0277
+/// use nri_stub::api::PodSandbox;
+/// use nri_stub::{Context, Plugin};
+///
+/// struct Mine;
+///
+/// impl Plugin for Mine {
+///     async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
+///         Ok(())
+///     }
+/// }
+/// ```
 #[async_trait]
-pub trait Plugin: Send + Sync + 'static {
+pub trait Plugin: crate::__private::PluginAttribute + Send + Sync + 'static {
     /// The events this plugin has handlers for.
     ///
     /// Written by `#[nri_stub::plugin]`; write it yourself only without the macro. The
@@ -64,7 +83,7 @@ pub trait Plugin: Send + Sync + 'static {
     /// an event the runtime's NRI version cannot deliver (see
     /// [`Error::EventsNotSupported`](crate::Error::EventsNotSupported)); `info.runtime`
     /// says which version the runtime speaks.
-    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> Result<EventMask> {
+    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         let _ = (ctx, info);
         Ok(EventMask::default())
     }
@@ -78,7 +97,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> Result<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         let _ = (ctx, pods, containers);
         Ok(Vec::new())
     }
@@ -90,7 +109,7 @@ pub trait Plugin: Send + Sync + 'static {
     }
 
     /// A pod sandbox is being started.
-    async fn run_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> Result<()> {
+    async fn run_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         let _ = (ctx, pod);
         Ok(())
     }
@@ -102,25 +121,25 @@ pub trait Plugin: Send + Sync + 'static {
         pod: &PodSandbox,
         overhead: Option<&LinuxResources>,
         resources: Option<&LinuxResources>,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, overhead, resources);
         Ok(())
     }
 
     /// The resources of a pod sandbox were updated.
-    async fn post_update_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> Result<()> {
+    async fn post_update_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         let _ = (ctx, pod);
         Ok(())
     }
 
     /// A pod sandbox is being stopped.
-    async fn stop_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> Result<()> {
+    async fn stop_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         let _ = (ctx, pod);
         Ok(())
     }
 
     /// A pod sandbox is being removed.
-    async fn remove_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> Result<()> {
+    async fn remove_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         let _ = (ctx, pod);
         Ok(())
     }
@@ -131,7 +150,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<CreateContainerResult> {
+    ) -> HandlerResult<CreateContainerResult> {
         let _ = (ctx, pod, container);
         Ok(CreateContainerResult::default())
     }
@@ -142,7 +161,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -153,7 +172,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -164,7 +183,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -177,7 +196,7 @@ pub trait Plugin: Send + Sync + 'static {
         pod: &PodSandbox,
         container: &Container,
         resources: Option<&LinuxResources>,
-    ) -> Result<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         let _ = (ctx, pod, container, resources);
         Ok(Vec::new())
     }
@@ -188,7 +207,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -199,7 +218,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         let _ = (ctx, pod, container);
         Ok(Vec::new())
     }
@@ -210,7 +229,7 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, pod, container);
         Ok(())
     }
@@ -223,7 +242,7 @@ pub trait Plugin: Send + Sync + 'static {
         &self,
         ctx: &Context,
         request: &ValidateContainerAdjustmentRequest,
-    ) -> Result<()> {
+    ) -> HandlerResult<()> {
         let _ = (ctx, request);
         Ok(())
     }

@@ -35,7 +35,7 @@ impl Default for Backoff {
 fn retryable(err: &Error) -> bool {
     matches!(
         err,
-        Error::Connect(_) | Error::Disconnected | Error::Register(_)
+        Error::Connect { .. } | Error::Disconnected | Error::Register(_)
     )
 }
 
@@ -110,7 +110,10 @@ mod tests {
     #[test]
     fn only_connection_losses_are_retried() {
         assert!(retryable(&Error::Disconnected));
-        assert!(retryable(&Error::Connect(std::io::Error::other("x"))));
+        assert!(retryable(&Error::Connect {
+            socket: "/s".into(),
+            source: std::io::Error::other("x"),
+        }));
         assert!(!retryable(&Error::AlreadyRunning));
         assert!(!retryable(&Error::ConnectionUsed));
     }

@@ -56,7 +56,7 @@ type ServerFactory = Box<dyn Fn(SessionParts) -> Server + Send + Sync>;
 /// #[nri_stub::plugin]
 /// impl Plugin for Annotator {
 ///     async fn create_container(&self, _: &Context, _: &PodSandbox, _: &Container)
-///         -> nri_stub::Result<CreateContainerResult> {
+///         -> nri_stub::HandlerResult<CreateContainerResult> {
 ///         let mut adjust = ContainerAdjustment::default();
 ///         adjust.annotations.insert("example.com/seen".into(), "true".into());
 ///         Ok(adjust.into())

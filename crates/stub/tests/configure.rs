@@ -19,11 +19,11 @@ impl Plugin for TwoHandlers {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 
-    async fn remove_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 
@@ -44,6 +44,8 @@ fn macro_sets_exactly_the_implemented_events() {
 /// Declares its events by hand, without the macro.
 struct Manual;
 
+impl nri_stub::__private::PluginAttribute for Manual {}
+
 #[nri_stub::async_trait]
 impl Plugin for Manual {
     fn implemented_events(&self) -> EventMask {
@@ -55,7 +57,7 @@ impl Plugin for Manual {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         Ok(vec![])
     }
 }
@@ -88,7 +90,8 @@ fn plugin_without_handlers_is_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "internal error: plugin configure::Nothing does not implement any NRI request handlers"
+        "plugin configure::Nothing does not implement any NRI request handlers: is \
+         `#[nri_stub::plugin]` missing on its `impl Plugin` block?"
     );
 }
 
@@ -101,7 +104,7 @@ fn invalid_identity_is_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid plugin name \"a,b\": contains invalid character ','"
+        format!("invalid plugin name \"a,b\": contains invalid character ','{IDENTITY_HINT}")
     );
     let err = Stub::builder(TwoHandlers)
         .name("ok")
@@ -110,9 +113,13 @@ fn invalid_identity_is_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid plugin index \"1x\" (not [0-9][0-9])"
+        format!("invalid plugin index \"1x\" (not [0-9][0-9]){IDENTITY_HINT}")
     );
 }
+
+/// What an identity error adds to the text of `nri_api`'s error.
+const IDENTITY_HINT: &str = " (set the name and the two-digit index with StubBuilder::name \
+                             and ::index, or name the program NN-name, e.g. 10-my-plugin)";
 
 /// Returns a configurable mask (or error) from configure.
 struct Configurable {
@@ -120,13 +127,19 @@ struct Configurable {
     implemented: EventMask,
 }
 
+impl nri_stub::__private::PluginAttribute for Configurable {}
+
 #[nri_stub::async_trait]
 impl Plugin for Configurable {
     fn implemented_events(&self) -> EventMask {
         self.implemented
     }
 
-    async fn configure(&self, _: &Context, _: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        _: &Context,
+        _: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         self.reply.map_err(Into::into)
     }
 }
@@ -216,7 +229,7 @@ impl Plugin for Validator {
         &self,
         _: &Context,
         _: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 
@@ -225,7 +238,7 @@ impl Plugin for Validator {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<nri_stub::CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<nri_stub::CreateContainerResult> {
         Ok(Default::default())
     }
 }

@@ -24,7 +24,7 @@ impl Plugin for Stuck {
         _: &Context,
         _: &PodSandbox,
         _: &Container,
-    ) -> nri_stub::Result<nri_stub::CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<nri_stub::CreateContainerResult> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         std::future::pending().await
     }
@@ -89,7 +89,7 @@ async fn runtime_disappearing_mid_call_ends_run_with_disconnected() {
     assert!(matches!(outcome, Err(Error::Disconnected)), "{outcome:?}");
     assert_eq!(
         outcome.unwrap_err().to_string(),
-        "connection to the runtime was lost"
+        "connection to the runtime was lost (it stopped, restarted or dropped the plugin)"
     );
     assert_eq!(closes.load(Ordering::SeqCst), 1);
     assert!(call.await.unwrap().is_err());
@@ -122,7 +122,9 @@ async fn refused_registration_fails_the_run() {
     assert!(matches!(err, Error::Register(_)));
     assert_eq!(
         err.to_string(),
-        "failed to register with NRI/Runtime: rpc error: code = InvalidArgument desc = invalid plugin name: nope"
+        "failed to register with NRI/Runtime: rpc error: code = InvalidArgument desc = invalid \
+         plugin name: nope (the runtime refused the plugin's name or index, or did not answer \
+         within the registration timeout)"
     );
 }
 
@@ -215,10 +217,17 @@ async fn missing_socket_is_a_connect_error() {
         .build()
         .unwrap();
     let err = stub.run().await.unwrap_err();
-    assert!(matches!(err, Error::Connect(_)));
+    let socket = dir.path().join("absent.sock");
+    assert!(matches!(&err, Error::Connect { socket: s, .. } if *s == socket));
+    let text = err.to_string();
     assert!(
-        err.to_string()
-            .starts_with("failed to connect to NRI service: "),
-        "{err}"
+        text.starts_with(&format!(
+            "cannot connect to the NRI socket {}: ",
+            socket.display()
+        )),
+        "{text}"
     );
+    // What a `main` returning this error prints is as readable.
+    assert_eq!(format!("{err:?}"), text);
+    assert!(format!("{err:#?}").starts_with("Connect {"));
 }

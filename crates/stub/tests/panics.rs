@@ -15,7 +15,11 @@ struct Buggy;
 
 #[nri_stub::plugin]
 impl Plugin for Buggy {
-    async fn configure(&self, _: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        _: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         assert!(info.config != "panic", "cannot read the configuration");
         Ok(EventMask::EMPTY)
     }
@@ -25,7 +29,7 @@ impl Plugin for Buggy {
         _: &Context,
         _: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         assert!(
             ctr.name != "bad-name",
             "no container may be called {}",

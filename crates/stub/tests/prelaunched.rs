@@ -11,9 +11,21 @@ use support::*;
 
 struct Launched;
 
+/// The name the plugin's `configure` saw in its context.
+static SEEN_NAME: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
 #[nri_stub::plugin]
 impl Plugin for Launched {
-    async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::Result<()> {
+    async fn configure(
+        &self,
+        ctx: &Context,
+        _: &nri_stub::ConfigureInfo,
+    ) -> nri_stub::HandlerResult<nri_stub::EventMask> {
+        *SEEN_NAME.lock().unwrap() = ctx.name().to_string();
+        Ok(nri_stub::EventMask::EMPTY)
+    }
+
+    async fn run_pod_sandbox(&self, _: &Context, _: &PodSandbox) -> nri_stub::HandlerResult<()> {
         Ok(())
     }
 }
@@ -30,7 +42,13 @@ async fn socket_name_and_index_from_environment() {
     let runtime_end = tokio::net::UnixStream::from_std(runtime_end).unwrap();
     let mut rt = FakeRuntime::new(runtime_end, Registration::Accept);
 
-    let stub = Stub::builder(Launched).build().unwrap();
+    // What the runtime that launched the plugin says wins over the plugin's own
+    // choice, so that the plugin and the runtime agree on its name.
+    let stub = Stub::builder(Launched)
+        .name("mine")
+        .index("10")
+        .build()
+        .unwrap();
     assert_eq!(stub.name(), "33-launched");
     let stub = std::sync::Arc::new(stub);
     let run = tokio::spawn({
@@ -43,6 +61,7 @@ async fn socket_name_and_index_from_environment() {
         ("33", "launched")
     );
     assert_eq!(rt.configure().await.unwrap().events, 0x1);
+    assert_eq!(*SEEN_NAME.lock().unwrap(), "33-launched");
     rt.disappear();
     let outcome = tokio::time::timeout(WAIT, run).await.unwrap().unwrap();
     assert!(matches!(outcome, Err(nri_stub::Error::Disconnected)));
@@ -53,7 +72,9 @@ async fn socket_name_and_index_from_environment() {
         Err(nri_stub::Error::ConnectionUsed)
     ));
 
-    // Explicit options win over the environment.
+    // Without the runtime's word, the builder's options are used.
+    std::env::remove_var("NRI_PLUGIN_NAME");
+    std::env::remove_var("NRI_PLUGIN_IDX");
     let stub = Stub::builder(Launched)
         .name("mine")
         .index("10")

@@ -29,7 +29,7 @@ impl Plugin for Minimal {
         _ctx: &Context,
         _pod: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
         adjust.add_annotation(self.key.clone(), "on");
         Ok(adjust.into())

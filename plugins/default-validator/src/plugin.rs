@@ -54,7 +54,11 @@ impl From<ValidatorSettings> for State {
 
 #[nri_stub::plugin]
 impl Plugin for Validator {
-    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         tracing::info!(
             "{} connected to {} {}",
             ctx.name(),
@@ -78,7 +82,7 @@ impl Plugin for Validator {
         &self,
         _ctx: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         Ok(self.check(req)?)
     }
 }

@@ -21,7 +21,7 @@ impl Plugin for Hooker {
         _ctx: &Context,
         _pod: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
         adjust.add_hooks(&Hooks {
             prestart: vec![Hook {

@@ -397,7 +397,7 @@ mod tests {
         let a = annotations(&[
             (
                 "devices.noderesource.dev/pod",
-                "- {path: /dev/d, type: b, major: 8, minor: 1, file_mode: 0o640, uid: 1, gid: 2}",
+                "- {path: /dev/d, type: b, major: 8, minor: 1, file_mode: 0640, uid: 1, gid: 2}",
             ),
             (
                 "cdi-devices.nri.io/container.c",
@@ -470,6 +470,26 @@ mod tests {
         assert!(
             err.starts_with("invalid mount annotation \"source: /x\": "),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn quoted_device_numbers_are_refused_as_the_go_plugin_does() {
+        for field in [r#"major: "1""#, r#"gid: "5""#, "uid: '0'"] {
+            let value = format!("- {{path: /dev/d, type: c, minor: 3, {field}}}");
+            let a = annotations(&[("devices.noderesource.dev/pod", value.as_str())]);
+            let err = Annotated::parse(&a, "c").unwrap_err().to_string();
+            assert!(err.contains("invalid type: string"), "{field}: {err}");
+        }
+        // YAML 1.1 numbers written plain are accepted, as in Go.
+        let a = annotations(&[(
+            "devices.noderesource.dev/pod",
+            "- {path: /dev/d, type: c, major: 1e0, minor: 1_0, file_mode: 0644, gid: 0b101}",
+        )]);
+        let dev = &Annotated::parse(&a, "c").unwrap().devices[0];
+        assert_eq!(
+            (dev.major, dev.minor, dev.file_mode, dev.gid),
+            (1, 10, 0o644, 5)
         );
     }
 }

@@ -10,6 +10,7 @@
 //! A [`Shape`] describes the target type for these rules; serde then decodes the
 //! normalized JSON value.
 
+use nri_plugin_util::{go_integral, reads_as_yaml12_number, yaml11_int};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 use serde_norway::Value as Yaml;
@@ -57,7 +58,12 @@ fn normalize(yaml: Yaml, shape: Option<&Shape>) -> Result<Value, String> {
         },
         Yaml::Number(n) => number(&n, shape),
         Yaml::String(s) => match shape {
-            Some(Shape::Scalar) => yaml11_int(&s).map_or(Value::String(s), Value::from),
+            // Text a YAML 1.2 parser would have read as a number was quoted: Go
+            // refuses a JSON string for a number. Other text may be a plain YAML
+            // 1.1 integer (`0640`, `1_000`).
+            Some(Shape::Scalar) if !reads_as_yaml12_number(&s) => {
+                yaml11_int(&s).map_or(Value::String(s), Value::from)
+            }
             _ => Value::String(s),
         },
         Yaml::Sequence(items) => {
@@ -127,37 +133,20 @@ fn number(n: &serde_norway::Number, shape: Option<&Shape>) -> Value {
         Value::Number(i.into())
     } else if let Some(u) = n.as_u64() {
         Value::Number(u.into())
+    } else if let Some(i) = n
+        .as_f64()
+        .and_then(go_integral)
+        .filter(|_| matches!(shape, Some(Shape::Scalar)))
+        .and_then(|i| i64::try_from(i).ok())
+    {
+        // `1e3` for an integer: JSON `1000`, which Go's decoding accepts.
+        Value::Number(i.into())
     } else {
         n.as_f64()
             .and_then(Number::from_f64)
             .map(Value::Number)
             .unwrap_or(Value::Null)
     }
-}
-
-/// Plain integers that YAML 1.1 (used by the Go plugin) reads as numbers and YAML 1.2
-/// as strings: `0640` (octal), `1_000`, `0b101`.
-fn yaml11_int(s: &str) -> Option<i64> {
-    let (negative, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let digits = digits.replace('_', "");
-    let (radix, body) = if let Some(b) = digits.strip_prefix("0b") {
-        (2, b)
-    } else if let Some(h) = digits.strip_prefix("0x") {
-        (16, h)
-    } else if digits.len() > 1 && digits.starts_with('0') {
-        (8, &digits[1..])
-    } else {
-        (10, digits.as_str())
-    };
-    if body.is_empty() || !body.chars().all(|c| c.is_digit(radix)) {
-        return None;
-    }
-    let value = i64::from_str_radix(body, radix).ok()?;
-    Some(if negative { -value } else { value })
 }
 
 /// A float as `strconv.FormatFloat(f, 'g', -1, 32)` writes it, for the common cases.
@@ -289,9 +278,20 @@ mod tests {
         assert_eq!(item.count, 1000);
         let item: Item = decode("name: 0640", &ITEM).unwrap();
         assert_eq!(item.name, "0640");
-        assert_eq!(yaml11_int("-0b11"), Some(-3));
-        assert_eq!(yaml11_int("09"), None);
-        assert_eq!(yaml11_int("12a"), None);
+        let item: Item = decode("count: 1e3", &ITEM).unwrap();
+        assert_eq!(item.count, 1000);
+        assert!(decode::<Item>("count: 1.5", &ITEM).is_err());
+    }
+
+    #[test]
+    fn quoted_numbers_are_refused_for_numeric_targets_as_in_go() {
+        for text in [r#"count: "1""#, "count: '5'", r#"count: "1e3""#] {
+            let err = decode::<Item>(text, &ITEM).unwrap_err();
+            assert!(err.contains("invalid type: string"), "{text}: {err}");
+        }
+        // For a string target, quoted or not, a number is its text.
+        let item: Item = decode(r#"name: "1""#, &ITEM).unwrap();
+        assert_eq!(item.name, "1");
     }
 
     #[test]

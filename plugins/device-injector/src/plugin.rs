@@ -26,7 +26,7 @@ impl Plugin for DeviceInjector {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let name = container_name(pod, ctr);
         tracing::debug!("{name}: CreateContainer");
         let adjust = crate::adjust_for(&pod.annotations, &ctr.name, &name).inspect_err(|e| {

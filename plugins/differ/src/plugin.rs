@@ -162,7 +162,11 @@ impl Differ {
 
 #[nri_stub::plugin]
 impl Plugin for Differ {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        _ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         tracing::info!(
             "[{:02}] got configuration data: {:?}",
             self.idx,
@@ -178,7 +182,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         if self.options().verbose_level > 2 {
             let mut lines = Vec::new();
             self.dump(&mut lines, "Synchronize", "pods", pods);
@@ -194,17 +198,29 @@ impl Plugin for Differ {
         tracing::info!("[{:02}] Shutdown", self.idx);
     }
 
-    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.observe("RunPodSandbox", pod, None);
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.observe("StopPodSandbox", pod, None);
         Ok(())
     }
 
-    async fn remove_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.observe("RemovePodSandbox", pod, None);
         Ok(())
     }
@@ -214,7 +230,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.observe("CreateContainer", pod, Some(ctr));
         Ok(CreateContainerResult::default())
     }
@@ -224,7 +240,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.observe("PostCreateContainer", pod, Some(ctr));
         Ok(())
     }
@@ -234,7 +250,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.observe("StartContainer", pod, Some(ctr));
         Ok(())
     }
@@ -244,7 +260,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.observe("PostStartContainer", pod, Some(ctr));
         Ok(())
     }
@@ -255,7 +271,7 @@ impl Plugin for Differ {
         pod: &PodSandbox,
         ctr: &Container,
         _resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.observe("UpdateContainer", pod, Some(ctr));
         Ok(Vec::new())
     }
@@ -265,7 +281,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.observe("PostUpdateContainer", pod, Some(ctr));
         Ok(())
     }
@@ -275,7 +291,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.observe("StopContainer", pod, Some(ctr));
         Ok(Vec::new())
     }
@@ -285,7 +301,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.observe("RemoveContainer", pod, Some(ctr));
         Ok(())
     }

@@ -44,7 +44,7 @@ impl Plugin for HookInjector {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let name = format!("{}/{}", pod.name, ctr.name);
         let mut annotations: BTreeMap<String, String> = ctr.annotations.clone();
         annotations.extend(pod.annotations.iter().map(|(k, v)| (k.clone(), v.clone())));

@@ -99,7 +99,11 @@ pub fn dump(prefix: &str, objects: &[(&str, Result<String, serde_norway::Error>)
 
 #[nri_stub::plugin]
 impl Plugin for Logger {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        _ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         tracing::info!(
             "got configuration data: {:?} from runtime {} {}",
             info.config,
@@ -132,7 +136,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         dump(
             "Synchronize",
             &[("pods", yaml(pods)), ("containers", yaml(containers))],
@@ -144,7 +148,11 @@ impl Plugin for Logger {
         tracing::info!("Shutdown");
     }
 
-    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         dump("RunPodSandbox", &[("pod", yaml(pod))]);
         Ok(())
     }
@@ -155,7 +163,7 @@ impl Plugin for Logger {
         pod: &PodSandbox,
         overhead: Option<&LinuxResources>,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         dump(
             "UpdatePodSandbox",
             &[
@@ -171,17 +179,25 @@ impl Plugin for Logger {
         &self,
         _ctx: &Context,
         pod: &PodSandbox,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         dump("PostUpdatePodSandbox", &[("pod", yaml(pod))]);
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         dump("StopPodSandbox", &[("pod", yaml(pod))]);
         Ok(())
     }
 
-    async fn remove_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         dump("RemovePodSandbox", &[("pod", yaml(pod))]);
         Ok(())
     }
@@ -191,7 +207,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         dump(
             "CreateContainer",
             &[("pod", yaml(pod)), ("container", yaml(ctr))],
@@ -204,7 +220,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         dump(
             "PostCreateContainer",
             &[("pod", yaml(pod)), ("container", yaml(ctr))],
@@ -217,7 +233,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         dump(
             "StartContainer",
             &[("pod", yaml(pod)), ("container", yaml(ctr))],
@@ -230,7 +246,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         dump(
             "PostStartContainer",
             &[("pod", yaml(pod)), ("container", yaml(ctr))],
@@ -244,7 +260,7 @@ impl Plugin for Logger {
         pod: &PodSandbox,
         ctr: &Container,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         dump(
             "UpdateContainer",
             &[
@@ -261,7 +277,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         dump(
             "PostUpdateContainer",
             &[("pod", yaml(pod)), ("container", yaml(ctr))],
@@ -274,7 +290,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         dump(
             "StopContainer",
             &[("pod", yaml(pod)), ("container", yaml(ctr))],
@@ -287,7 +303,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         dump(
             "RemoveContainer",
             &[("pod", yaml(pod)), ("container", yaml(ctr))],
@@ -299,7 +315,7 @@ impl Plugin for Logger {
         &self,
         _ctx: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         dump("ValidateContainerAdjustment", &[("request", yaml(req))]);
         Ok(())
     }

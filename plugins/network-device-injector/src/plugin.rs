@@ -51,7 +51,11 @@ async fn for_each_device(
 
 #[nri_stub::plugin]
 impl Plugin for NetDeviceInjector {
-    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         tracing::debug!(namespace = %pod.namespace, name = %pod.name, "started pod");
         let devices = parse_netdevices(&pod.annotations).inspect_err(|err| {
             tracing::warn!(pod = %pod.name, "refusing pod: {err}");
@@ -70,7 +74,11 @@ impl Plugin for NetDeviceInjector {
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         tracing::debug!(namespace = %pod.namespace, name = %pod.name, "stopped pod");
         let devices = parse_netdevices(&pod.annotations)?;
         if devices.is_empty() {

@@ -21,7 +21,7 @@ impl Plugin for Rdt {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let span = tracing::info_span!("create", namespace = %pod.namespace, pod = %pod.name, container = %ctr.name);
         let _guard = span.enter();
         tracing::debug!("create container");

@@ -51,7 +51,11 @@ fn ctr_name(pod: &PodSandbox, ctr: &Container) -> String {
 
 #[nri_stub::plugin]
 impl Plugin for Template {
-    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         tracing::info!(
             "connected to {}/{} as {}",
             info.runtime.name,
@@ -74,7 +78,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         tracing::info!(
             "synchronized state with the runtime ({} pods, {} containers)",
             pods.len(),
@@ -87,7 +91,11 @@ impl Plugin for Template {
         tracing::info!("runtime shutting down");
     }
 
-    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("started pod {}", pod_name(pod));
         Ok(())
     }
@@ -98,7 +106,7 @@ impl Plugin for Template {
         pod: &PodSandbox,
         _overhead: Option<&LinuxResources>,
         _resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("updating pod {}", pod_name(pod));
         Ok(())
     }
@@ -107,17 +115,25 @@ impl Plugin for Template {
         &self,
         _ctx: &Context,
         pod: &PodSandbox,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("updated pod {}", pod_name(pod));
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("stopped pod {}", pod_name(pod));
         Ok(())
     }
 
-    async fn remove_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("removed pod {}", pod_name(pod));
         Ok(())
     }
@@ -127,7 +143,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         tracing::info!("creating container {}", ctr_name(pod, ctr));
         // The widest set of changes is possible here, before the container exists:
         // see the `add_*`/`remove_*`/`set_*` methods of ContainerAdjustment. Updates
@@ -140,7 +156,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("created container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -150,7 +166,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("starting container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -160,7 +176,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("started container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -171,7 +187,7 @@ impl Plugin for Template {
         pod: &PodSandbox,
         ctr: &Container,
         _resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         tracing::info!("updating container {}", ctr_name(pod, ctr));
         // An update of this container in the result replaces the requested one;
         // updates of other containers are allowed too.
@@ -183,7 +199,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("updated container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -193,7 +209,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         tracing::info!("stopped container {}", ctr_name(pod, ctr));
         // The remaining containers may be updated here.
         Ok(Vec::new())
@@ -204,7 +220,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("removed container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -213,7 +229,7 @@ impl Plugin for Template {
         &self,
         _ctx: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         let pod = req.pod.as_ref();
         tracing::info!(
             "validating adjustment of container {}/{}/{}",

@@ -16,7 +16,7 @@ impl Plugin for UlimitAdjuster {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let span = tracing::debug_span!("create container", pod = %pod.name, container = %ctr.name);
         let _enter = span.enter();
         let ulimits = parse_ulimits(&ctr.name, &pod.annotations).inspect_err(|err| {

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use nri_plugin_util::{go_integral, reads_as_yaml12_number, yaml11_int};
 use nri_stub::api::ContainerAdjustment;
 use serde_norway::Value;
 
@@ -145,16 +146,26 @@ fn parse_item(item: &Value) -> Result<Ulimit, String> {
     Ok(ulimit)
 }
 
+/// A limit as the Go plugin reads it (`sigs.k8s.io/yaml`, see
+/// [`nri_plugin_util::yaml11_int`]): a number, an integral float (`1e3`), or a
+/// plain YAML 1.1 integer (`010` is 8, `1_000` is 1000); quoted numbers are
+/// refused, as Go's JSON decoding refuses a string for a number.
 fn limit(name: &str, v: &Value) -> Result<u64, String> {
+    let unsigned = || format!("{name} must be an unsigned integer, got {}", kind(v));
     match v {
         Value::Null => Ok(0),
         Value::Number(n) => n
             .as_u64()
+            .or_else(|| {
+                n.as_f64()
+                    .and_then(go_integral)
+                    .and_then(|i| u64::try_from(i).ok())
+            })
             .ok_or_else(|| format!("{name} must be an unsigned integer, got {n}")),
-        other => Err(format!(
-            "{name} must be an unsigned integer, got {}",
-            kind(other)
-        )),
+        Value::String(s) if !reads_as_yaml12_number(s) => yaml11_int(s)
+            .and_then(|i| u64::try_from(i).ok())
+            .ok_or_else(unsigned),
+        _ => Err(unsigned()),
     }
 }
 
@@ -344,5 +355,26 @@ mod tests {
             err.to_string(),
             r#"ulimit "RLIMIT_NOFILE" must have hard limit >= soft limit"#
         );
+    }
+
+    #[test]
+    fn yaml11_numbers_as_the_go_plugin_reads_them() {
+        let parse = |text: &str| parse_ulimits("c", &ann(&[(KEY, text)]));
+        const KEY: &str = "ulimits.noderesource.dev/container.c";
+        let got = parse("- {type: nofile, hard: 010, soft: 1_0}").unwrap();
+        assert_eq!((got[0].hard, got[0].soft), (8, 10));
+        let got = parse("- {type: nofile, hard: 1e3, soft: 0b11}").unwrap();
+        assert_eq!((got[0].hard, got[0].soft), (1000, 3));
+        let got = parse("- {type: nofile, hard: 0x10, soft: +2}").unwrap();
+        assert_eq!((got[0].hard, got[0].soft), (16, 2));
+        for refused in [
+            r#"- {type: nofile, hard: "10", soft: 1}"#,
+            "- {type: nofile, hard: 1.5, soft: 1}",
+            "- {type: nofile, hard: -1, soft: 1}",
+            "- {type: nofile, hard: 1e30, soft: 1}",
+            "- {type: nofile, hard: many, soft: 1}",
+        ] {
+            assert!(parse(refused).is_err(), "{refused}");
+        }
     }
 }

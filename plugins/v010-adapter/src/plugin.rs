@@ -61,7 +61,11 @@ impl V010Adapter {
 
 #[nri_stub::plugin]
 impl Plugin for V010Adapter {
-    async fn run_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("started pod {}/{}", pod.namespace, pod.name);
         self.invoke(ctx, Subject::pod(pod), State::Create)
             .await
@@ -69,7 +73,11 @@ impl Plugin for V010Adapter {
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!("stopped pod {}/{}", pod.namespace, pod.name);
         self.invoke(ctx, Subject::pod(pod), State::Delete)
             .await
@@ -82,7 +90,7 @@ impl Plugin for V010Adapter {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         tracing::info!(
             "starting container {}/{}/{}",
             pod.namespace,
@@ -100,7 +108,7 @@ impl Plugin for V010Adapter {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         tracing::info!(
             "stopped container {}/{}/{}",
             pod.namespace,

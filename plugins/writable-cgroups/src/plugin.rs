@@ -26,7 +26,7 @@ impl Plugin for WritableCgroups {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let span = tracing::debug_span!(
             "create container",
             pod = %pod.name, namespace = %pod.namespace, container = %ctr.name

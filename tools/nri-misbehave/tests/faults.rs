@@ -176,13 +176,13 @@ impl Plugin for Healthy {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let pods: BTreeSet<&str> = pods.iter().map(|p| p.id.as_str()).collect();
         let ctrs: BTreeSet<&str> = containers.iter().map(|c| c.id.as_str()).collect();
         self.seen.push(format!("sync {pods:?} {ctrs:?}"));
         Ok(Vec::new())
     }
-    async fn run_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::HandlerResult<()> {
         self.seen.push(format!("RunPodSandbox {}", pod.id));
         Ok(())
     }
@@ -191,7 +191,7 @@ impl Plugin for Healthy {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.seen.push(format!("CreateContainer {}", ctr.id));
         let mut adjust = ContainerAdjustment::default();
         adjust.add_annotation(format!("healthy-{}", self.name), "yes");
@@ -202,7 +202,7 @@ impl Plugin for Healthy {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.seen.push(format!("StartContainer {}", ctr.id));
         Ok(())
     }

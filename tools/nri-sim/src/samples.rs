@@ -395,13 +395,20 @@ pub struct Configured<P> {
     pub config: String,
 }
 
+/// Hand-written, to forward `implemented_events` and every handler.
+impl<P: Plugin> nri_stub::__private::PluginAttribute for Configured<P> {}
+
 #[nri_stub::async_trait]
 impl<P: Plugin> Plugin for Configured<P> {
     fn implemented_events(&self) -> EventMask {
         self.inner.implemented_events()
     }
 
-    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         if info.config.is_empty() && !self.config.is_empty() {
             let mut info = info.clone();
             info.config.clone_from(&self.config);
@@ -416,7 +423,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.inner.synchronize(ctx, pods, containers).await
     }
 
@@ -424,7 +431,11 @@ impl<P: Plugin> Plugin for Configured<P> {
         self.inner.shutdown(ctx).await
     }
 
-    async fn run_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.run_pod_sandbox(ctx, pod).await
     }
 
@@ -434,7 +445,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         pod: &PodSandbox,
         overhead: Option<&LinuxResources>,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.inner
             .update_pod_sandbox(ctx, pod, overhead, resources)
             .await
@@ -444,15 +455,23 @@ impl<P: Plugin> Plugin for Configured<P> {
         &self,
         ctx: &Context,
         pod: &PodSandbox,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.post_update_pod_sandbox(ctx, pod).await
     }
 
-    async fn stop_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.stop_pod_sandbox(ctx, pod).await
     }
 
-    async fn remove_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.remove_pod_sandbox(ctx, pod).await
     }
 
@@ -461,7 +480,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.inner.create_container(ctx, pod, container).await
     }
 
@@ -470,7 +489,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.post_create_container(ctx, pod, container).await
     }
 
@@ -479,7 +498,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.start_container(ctx, pod, container).await
     }
 
@@ -488,7 +507,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.post_start_container(ctx, pod, container).await
     }
 
@@ -498,7 +517,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         pod: &PodSandbox,
         container: &Container,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.inner
             .update_container(ctx, pod, container, resources)
             .await
@@ -509,7 +528,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.post_update_container(ctx, pod, container).await
     }
 
@@ -518,7 +537,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.inner.stop_container(ctx, pod, container).await
     }
 
@@ -527,7 +546,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         ctx: &Context,
         pod: &PodSandbox,
         container: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.remove_container(ctx, pod, container).await
     }
 
@@ -535,7 +554,7 @@ impl<P: Plugin> Plugin for Configured<P> {
         &self,
         ctx: &Context,
         request: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.inner.validate_container_adjustment(ctx, request).await
     }
 }

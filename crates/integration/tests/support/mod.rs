@@ -218,7 +218,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let pods: Vec<_> = pods.iter().map(|p| p.id.as_str()).collect();
         let ctrs: Vec<_> = containers.iter().map(|c| c.id.as_str()).collect();
         self.log.push(format!(
@@ -231,15 +231,23 @@ impl Plugin for Recorder {
     async fn shutdown(&self, _ctx: &Context) {
         self.log.push("Shutdown");
     }
-    async fn run_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("RunPodSandbox {}", pod.id));
         Ok(())
     }
-    async fn stop_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _c: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("StopPodSandbox {}", pod.id));
         Ok(())
     }
-    async fn remove_pod_sandbox(&self, _c: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        _c: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("RemovePodSandbox {}", pod.id));
         Ok(())
     }
@@ -248,7 +256,7 @@ impl Plugin for Recorder {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.log.push(format!("CreateContainer {}", ctr.id));
         if self.fail_create.as_deref() == Some(ctr.id.as_str()) {
             return Err("refusing this container".into());
@@ -262,7 +270,7 @@ impl Plugin for Recorder {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("StartContainer {}", ctr.id));
         Ok(())
     }
@@ -272,7 +280,7 @@ impl Plugin for Recorder {
         _p: &PodSandbox,
         ctr: &Container,
         _r: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.log.push(format!("UpdateContainer {}", ctr.id));
         let mut u = ContainerUpdate::for_container(&ctr.id);
         u.set_linux_cpu_shares(123);
@@ -283,7 +291,7 @@ impl Plugin for Recorder {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.log.push(format!("StopContainer {} begin", ctr.id));
         if let Some(gate) = &self.stop_gate {
             let _permit = gate.acquire().await;
@@ -296,7 +304,7 @@ impl Plugin for Recorder {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("RemoveContainer {}", ctr.id));
         Ok(())
     }

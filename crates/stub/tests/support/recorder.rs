@@ -36,7 +36,11 @@ fn res(r: Option<&LinuxResources>) -> String {
 
 #[nri_stub::plugin]
 impl Plugin for Recorder {
-    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         *self.configured.lock().unwrap() = Some((ctx.name().to_string(), info.clone()));
         Ok(self.subscribe)
     }
@@ -46,7 +50,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let pods: Vec<_> = pods.iter().map(|p| p.id.as_str()).collect();
         let ctrs: Vec<_> = containers.iter().map(|c| c.id.as_str()).collect();
         self.record(format!(
@@ -61,7 +65,7 @@ impl Plugin for Recorder {
         self.record("shutdown".into());
     }
 
-    async fn run_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::HandlerResult<()> {
         self.record(format!("run_pod_sandbox {}", pod.id));
         if pod.id == "fail" {
             return Err("pod fail refused".into());
@@ -75,7 +79,7 @@ impl Plugin for Recorder {
         pod: &PodSandbox,
         overhead: Option<&LinuxResources>,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!(
             "update_pod_sandbox {} overhead={} resources={}",
             pod.id,
@@ -85,17 +89,25 @@ impl Plugin for Recorder {
         Ok(())
     }
 
-    async fn post_update_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn post_update_pod_sandbox(
+        &self,
+        _: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("post_update_pod_sandbox {}", pod.id));
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::HandlerResult<()> {
         self.record(format!("stop_pod_sandbox {}", pod.id));
         Ok(())
     }
 
-    async fn remove_pod_sandbox(&self, _: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        _: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("remove_pod_sandbox {}", pod.id));
         Ok(())
     }
@@ -105,7 +117,7 @@ impl Plugin for Recorder {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.record(format!("create_container {}/{}", pod.id, ctr.id));
         // An unsolicited update from inside a handler.
         let failed = ctx
@@ -138,7 +150,7 @@ impl Plugin for Recorder {
         _: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("post_create_container {}/{}", pod.id, ctr.id));
         Ok(())
     }
@@ -148,7 +160,7 @@ impl Plugin for Recorder {
         _: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("start_container {}/{}", pod.id, ctr.id));
         Ok(())
     }
@@ -158,7 +170,7 @@ impl Plugin for Recorder {
         _: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("post_start_container {}/{}", pod.id, ctr.id));
         Ok(())
     }
@@ -169,7 +181,7 @@ impl Plugin for Recorder {
         pod: &PodSandbox,
         ctr: &Container,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.record(format!(
             "update_container {}/{} resources={}",
             pod.id,
@@ -184,7 +196,7 @@ impl Plugin for Recorder {
         _: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("post_update_container {}/{}", pod.id, ctr.id));
         Ok(())
     }
@@ -194,7 +206,7 @@ impl Plugin for Recorder {
         _: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.record(format!("stop_container {}/{}", pod.id, ctr.id));
         Ok(vec![ContainerUpdate::for_container("after-stop")])
     }
@@ -204,7 +216,7 @@ impl Plugin for Recorder {
         _: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.record(format!("remove_container {}/{}", pod.id, ctr.id));
         Ok(())
     }
@@ -213,7 +225,7 @@ impl Plugin for Recorder {
         &self,
         _: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         let ctr = req.container.as_ref().map(|c| c.id.as_str()).unwrap_or("");
         self.record(format!("validate_container_adjustment {ctr}"));
         if ctr == "forbidden" {

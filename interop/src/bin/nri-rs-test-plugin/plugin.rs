@@ -57,7 +57,7 @@ impl TestPlugin {
 
     /// The common part of every handler: log the event, honour `exit` and `delay_ms`,
     /// fire the unsolicited updates bound to the event, panic or return the configured error.
-    async fn enter(&self, ctx: &Context, mut entry: Entry) -> nri_stub::Result<()> {
+    async fn enter(&self, ctx: &Context, mut entry: Entry) -> nri_stub::HandlerResult<()> {
         entry.plugin = Some(ctx.name().to_string());
         entry.rpc = self.tap.get().and_then(TapLog::last_method);
         self.log.write(&entry);
@@ -135,7 +135,11 @@ impl TestPlugin {
 
 #[nri_stub::plugin]
 impl Plugin for TestPlugin {
-    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> nri_stub::Result<EventMask> {
+    async fn configure(
+        &self,
+        ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
         // A JSON object from the runtime (the drop-in file of a launched plugin)
         // replaces the command-line configuration.
         if info.config.trim_start().starts_with('{') {
@@ -170,7 +174,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let entry = Entry {
             pods: Some(pods.to_vec()),
             containers: Some(containers.to_vec()),
@@ -185,7 +189,11 @@ impl Plugin for TestPlugin {
         let _ = self.enter(ctx, Entry::new("Shutdown")).await;
     }
 
-    async fn run_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::pod_entry("RunPodSandbox", pod)).await
     }
 
@@ -195,7 +203,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         overhead: Option<&LinuxResources>,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         let entry = Entry {
             overhead_resources: overhead.cloned(),
             resources: resources.cloned(),
@@ -208,17 +216,25 @@ impl Plugin for TestPlugin {
         &self,
         ctx: &Context,
         pod: &PodSandbox,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::pod_entry("PostUpdatePodSandbox", pod))
             .await
     }
 
-    async fn stop_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::pod_entry("StopPodSandbox", pod))
             .await
     }
 
-    async fn remove_pod_sandbox(&self, ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::pod_entry("RemovePodSandbox", pod))
             .await
     }
@@ -228,7 +244,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.enter(ctx, Self::container_entry("CreateContainer", pod, ctr))
             .await?;
         let config = self.config();
@@ -248,7 +264,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::container_entry("PostCreateContainer", pod, ctr))
             .await
     }
@@ -258,7 +274,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::container_entry("StartContainer", pod, ctr))
             .await
     }
@@ -268,7 +284,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::container_entry("PostStartContainer", pod, ctr))
             .await
     }
@@ -279,7 +295,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         ctr: &Container,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let entry = Entry {
             resources: resources.cloned(),
             ..Self::container_entry("UpdateContainer", pod, ctr)
@@ -293,7 +309,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::container_entry("PostUpdateContainer", pod, ctr))
             .await
     }
@@ -303,7 +319,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.enter(ctx, Self::container_entry("StopContainer", pod, ctr))
             .await?;
         Ok(self.config().updates("StopContainer"))
@@ -314,7 +330,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.enter(ctx, Self::container_entry("RemoveContainer", pod, ctr))
             .await
     }
@@ -323,7 +339,7 @@ impl Plugin for TestPlugin {
         &self,
         ctx: &Context,
         request: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         let entry = Entry {
             validate: Some(request.clone()),
             ..Entry::new("ValidateContainerAdjustment")
