@@ -61,7 +61,7 @@ impl Plugin for Probe {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let mut pod_ids: Vec<&str> = pods.iter().map(|p| p.id.as_str()).collect();
         let mut ctr_ids: Vec<&str> = containers.iter().map(|c| c.id.as_str()).collect();
         pod_ids.sort_unstable();
@@ -70,17 +70,29 @@ impl Plugin for Probe {
         Ok(Vec::new())
     }
 
-    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn run_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.event("RunPodSandbox", pod, None);
         Ok(())
     }
 
-    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn stop_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.event("StopPodSandbox", pod, None);
         Ok(())
     }
 
-    async fn remove_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> nri_stub::Result<()> {
+    async fn remove_pod_sandbox(
+        &self,
+        _ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
         self.event("RemovePodSandbox", pod, None);
         Ok(())
     }
@@ -90,7 +102,7 @@ impl Plugin for Probe {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         self.event("CreateContainer", pod, Some(ctr));
         if self.hang_create.as_deref() == Some(ctr.name.as_str()) {
             std::future::pending::<()>().await;
@@ -103,7 +115,7 @@ impl Plugin for Probe {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.event("StartContainer", pod, Some(ctr));
         Ok(())
     }
@@ -113,7 +125,7 @@ impl Plugin for Probe {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.event("PostStartContainer", pod, Some(ctr));
         let key = format!("{CPU_SHARES_ANNOTATION}{}", ctr.name);
         if let Some(value) = pod.annotations.get(&key) {
@@ -145,7 +157,7 @@ impl Plugin for Probe {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         self.event("StopContainer", pod, Some(ctr));
         Ok(Vec::new())
     }
@@ -155,7 +167,7 @@ impl Plugin for Probe {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<()> {
+    ) -> nri_stub::HandlerResult<()> {
         self.event("RemoveContainer", pod, Some(ctr));
         Ok(())
     }
