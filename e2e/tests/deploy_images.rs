@@ -151,11 +151,13 @@ fn every_plugin_image_is_one_static_binary_on_scratch() {
             file.contains("stripped") && !file.contains("not stripped"),
             "{plugin}: {file}"
         );
-        // It starts (in its usage, it is called by its path in the image).
+        // It starts, and its help names the plugin and the default socket.
         let help = run(Command::new(&bin).arg("--help")).expect("plugin --help");
+        let help = String::from_utf8_lossy(&help.stdout);
         assert!(
-            String::from_utf8_lossy(&help.stdout).contains("Usage: nri-plugin"),
-            "{plugin}: usage"
+            help.contains(&format!("Usage: nri-{plugin}"))
+                && help.contains("/var/run/nri/nri.sock"),
+            "{plugin}: {help}"
         );
         let bin_size = fs::metadata(&bin).unwrap().len();
         println!(

@@ -420,7 +420,7 @@ mod tests {
     fn socket_flag_comes_first() {
         assert_eq!(
             socket_first(Path::new("/s/nri.sock"), &["-idx", "10"]),
-            ["-socket", "/s/nri.sock", "-idx", "10"]
+            ["-socket", "/s/nri.sock", "-no-reconnect", "-idx", "10"]
         );
     }
 
