@@ -545,23 +545,35 @@ impl Hostd {
     }
 
     /// Checks the containers believed running against the real runtimes:
-    /// stopped ones get their stop, vanished ones their removal.
+    /// stopped ones get their stop, vanished ones their removal. Containers
+    /// not started yet are left alone: the real `create` of a container the
+    /// daemon already knows may still be under way.
     pub async fn check_exits(&self) {
         let state = self.domain.snapshot();
+        let started = |r: &&ContainerRecord| {
+            r.container.state == ContainerState::ContainerRunning as i32
+                || r.container.state == ContainerState::ContainerPaused as i32
+        };
         let runtimes: BTreeSet<RuntimeRef> = state
             .containers
             .values()
-            .filter(|r| r.container.state != ContainerState::ContainerStopped as i32)
+            .filter(started)
             .map(|r| r.runtime.clone())
             .collect();
         for rt in runtimes {
             let Ok(listed) = runtime::list(&rt).await else {
                 continue;
             };
-            for rec in state.containers.values().filter(|r| r.runtime == rt) {
+            for rec in state.containers.values().filter(started) {
+                if rec.runtime != rt {
+                    continue;
+                }
                 match listed.get(&rec.container.id).map(String::as_str) {
                     Some("stopped") => self.stopped(&rec.container.id).await,
                     Some(_) => {}
+                    // Not listed: gone, unless it shows up when asked alone
+                    // (a listing can skip containers being changed).
+                    None if runtime::status(&rt, &rec.container.id).await.is_some() => {}
                     None => {
                         let _ops = self.ops.lock().await;
                         let _sync = self.nri.block_plugin_sync().await;

@@ -44,6 +44,7 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_env("NRI_HOSTD_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let path = match parse_args() {
         Ok(p) => p,
@@ -61,18 +62,20 @@ async fn main() -> ExitCode {
     };
     let socket = config.hostd.control_socket.clone();
     let poll = config.hostd.exit_poll_interval;
-    let listener = match server::bind(&socket) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("nri-hostd: cannot listen on {}: {e}", socket.display());
-            return ExitCode::from(1);
-        }
-    };
     let hostd = match Hostd::start(config).await {
         Ok(h) => Arc::new(h),
         Err(e) => {
             eprintln!("nri-hostd: {e}");
-            let _ = std::fs::remove_file(&socket);
+            return ExitCode::from(1);
+        }
+    };
+    // The control socket appears once NRI runs (plugins can connect): a
+    // wrapper that reaches the daemon gets NRI.
+    let listener = match server::bind(&socket) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("nri-hostd: cannot listen on {}: {e}", socket.display());
+            hostd.stop().await;
             return ExitCode::from(1);
         }
     };

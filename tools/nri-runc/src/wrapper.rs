@@ -419,3 +419,191 @@ fn replace_resources(argv: &[String], file: &str) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixListener;
+    use std::time::Duration;
+
+    use nri_hostd::protocol::encode;
+
+    /// A bundle with `config` as its `config.json`, and the path of a
+    /// control socket next to it.
+    struct Fixture {
+        dir: tempfile::TempDir,
+    }
+
+    impl Fixture {
+        fn new(config: &[u8]) -> Fixture {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("bundle")).unwrap();
+            std::fs::write(dir.path().join("bundle/config.json"), config).unwrap();
+            Fixture { dir }
+        }
+
+        fn socket(&self) -> PathBuf {
+            self.dir.path().join("control.sock")
+        }
+
+        fn config_json(&self) -> Vec<u8> {
+            std::fs::read(self.dir.path().join("bundle/config.json")).unwrap()
+        }
+
+        /// `create` run with `runtime` as the real runtime.
+        fn create(&self, runtime: &str, policy: Unreachable) -> Result<i32, WrapperError> {
+            let config = Config {
+                control_socket: self.socket(),
+                on_unreachable: policy,
+                timeout: Duration::from_millis(300),
+                max_config_size: 1024,
+                ..Config::default()
+            };
+            let bundle = self.dir.path().join("bundle").display().to_string();
+            let argv = ["create", "--bundle", &bundle, "c1"]
+                .map(String::from)
+                .to_vec();
+            Wrapper::new(config, runtime.into(), argv).run()
+        }
+
+        /// A daemon answering one connection with `answer` (raw bytes);
+        /// `None`: it reads the request and never answers.
+        fn daemon(&self, answer: Option<Vec<u8>>) -> std::thread::JoinHandle<()> {
+            let listener = UnixListener::bind(self.socket()).unwrap();
+            std::thread::spawn(move || {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut header = [0u8; 4];
+                s.read_exact(&mut header).unwrap();
+                let mut body = vec![0u8; u32::from_be_bytes(header) as usize];
+                s.read_exact(&mut body).unwrap();
+                match answer {
+                    Some(bytes) => {
+                        let _ = s.write_all(&bytes);
+                    }
+                    None => std::thread::sleep(Duration::from_secs(2)),
+                }
+            })
+        }
+    }
+
+    const SPEC: &[u8] = br#"{"ociVersion": "1.0.2", "process": {"args": ["sh"]}}"#;
+    /// Never run: a test that reaches the real runtime fails on it.
+    const NO_RUNTIME: &str = "/nonexistent/runc";
+
+    #[test]
+    fn malformed_huge_and_missing_specs_are_refused_untouched() {
+        let f = Fixture::new(b"{\"ociVersion\": ");
+        let err = f.create(NO_RUNTIME, Unreachable::Fail).unwrap_err();
+        assert!(matches!(err, WrapperError::BadSpec(..)), "{err}");
+        assert_eq!(f.config_json(), b"{\"ociVersion\": ");
+
+        let f = Fixture::new(b"[1, 2]");
+        let err = f.create(NO_RUNTIME, Unreachable::Fail).unwrap_err();
+        assert!(err.to_string().contains("not a JSON object"), "{err}");
+
+        let huge = format!("{{\"x\": \"{}\"}}", "a".repeat(2000));
+        let f = Fixture::new(huge.as_bytes());
+        let err = f.create(NO_RUNTIME, Unreachable::Fail).unwrap_err();
+        assert!(matches!(err, WrapperError::SpecTooLarge { .. }), "{err}");
+        assert_eq!(f.config_json(), huge.as_bytes());
+
+        let f = Fixture::new(SPEC);
+        std::fs::remove_dir_all(f.dir.path().join("bundle")).unwrap();
+        let err = f.create(NO_RUNTIME, Unreachable::Fail).unwrap_err();
+        assert!(matches!(err, WrapperError::ReadSpec(..)), "{err}");
+    }
+
+    #[test]
+    fn daemon_garbage_and_hangs_fail_create_untouched() {
+        let f = Fixture::new(SPEC);
+        let mut garbage = 7u32.to_be_bytes().to_vec();
+        garbage.extend_from_slice(b"garbage");
+        let t = f.daemon(Some(garbage));
+        let err = f.create(NO_RUNTIME, Unreachable::PassThrough).unwrap_err();
+        assert!(err.to_string().contains("malformed message"), "{err}");
+        t.join().unwrap();
+        assert_eq!(f.config_json(), SPEC);
+
+        let f = Fixture::new(SPEC);
+        let t = f.daemon(Some(u32::MAX.to_be_bytes().to_vec()));
+        let err = f.create(NO_RUNTIME, Unreachable::PassThrough).unwrap_err();
+        assert!(err.to_string().contains("exceeds the limit"), "{err}");
+        t.join().unwrap();
+
+        let f = Fixture::new(SPEC);
+        let _hung = f.daemon(None);
+        let started = std::time::Instant::now();
+        let err = f.create(NO_RUNTIME, Unreachable::PassThrough).unwrap_err();
+        assert!(
+            matches!(err, WrapperError::Protocol(ProtocolError::Io(_))),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(f.config_json(), SPEC);
+    }
+
+    #[test]
+    fn rejection_leaves_the_bundle_alone() {
+        let f = Fixture::new(SPEC);
+        let answer = Response::Rejected {
+            message: "validation error: plugin \"x\" said no".into(),
+        };
+        let t = f.daemon(Some(encode(&answer).unwrap()));
+        let err = f.create(NO_RUNTIME, Unreachable::PassThrough).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "container c1 rejected by NRI: validation error: plugin \"x\" said no"
+        );
+        t.join().unwrap();
+        assert_eq!(f.config_json(), SPEC);
+    }
+
+    #[test]
+    fn adjusted_spec_is_written_and_restored_when_the_runtime_fails() {
+        let f = Fixture::new(SPEC);
+        let adjusted =
+            serde_json::json!({"ociVersion": "1.0.2", "process": {"args": ["sh"], "env": ["A=1"]}});
+        let t = f.daemon(Some(
+            encode(&Response::Spec {
+                spec: Some(adjusted),
+            })
+            .unwrap(),
+        ));
+        // The real runtime fails: its status is ours, the spec is put back.
+        assert_eq!(f.create("/bin/false", Unreachable::Fail).unwrap(), 1);
+        t.join().unwrap();
+        assert_eq!(f.config_json(), SPEC);
+        let leftovers: Vec<_> = std::fs::read_dir(f.dir.path().join("bundle"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers, ["config.json"]);
+    }
+
+    #[test]
+    fn unreachable_daemon_policies() {
+        let f = Fixture::new(SPEC);
+        let err = f.create(NO_RUNTIME, Unreachable::Fail).unwrap_err();
+        assert!(matches!(err, WrapperError::UnreachableFail(_)), "{err}");
+        let f = Fixture::new(
+            br#"{"annotations": {"required-plugins.noderesource.dev/container.c1": "[a]"}}"#,
+        );
+        let err = f.create(NO_RUNTIME, Unreachable::PassThrough).unwrap_err();
+        assert!(matches!(err, WrapperError::RequiredPlugins(..)), "{err}");
+    }
+
+    #[test]
+    fn resources_argument_is_replaced() {
+        let argv = ["--root", "/r", "update", "-r", "/a.json", "c"].map(String::from);
+        assert_eq!(
+            replace_resources(&argv, "/b.json"),
+            ["--root", "/r", "update", "-r", "/b.json", "c"]
+        );
+        let argv = ["update", "--resources=/a.json", "c"].map(String::from);
+        assert_eq!(
+            replace_resources(&argv, "/b.json"),
+            ["update", "--resources=/b.json", "c"]
+        );
+    }
+}
