@@ -13,7 +13,9 @@
 //! * [`deploy`]: the sample plugins' images and Kubernetes manifests under
 //!   `deploy/`, and the tools that build and check them;
 //! * [`containerd`]: a private containerd (its own root, state, sockets, NRI
-//!   socket and plugin directories) and a `crictl` client for it.
+//!   socket and plugin directories) and a `crictl` client for it;
+//! * [`podman`]: podman with private storage and configuration, running its
+//!   containers through `nri-runc`, and an `nri-hostd` for it.
 //!
 //! When the machine cannot run a suite, [`host::Requirements::check`] prints one
 //! `SKIPPED` line, unless `NRI_E2E_REQUIRED=1` (set by CI), where it fails.
@@ -26,6 +28,7 @@ pub mod gobuild;
 pub mod host;
 pub mod image;
 pub mod plugins;
+pub mod podman;
 pub mod workspace;
 
 /// Errors of the set-up helpers.

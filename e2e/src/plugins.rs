@@ -75,3 +75,26 @@ pub fn start_external<S: AsRef<OsStr>>(
         &log_dir.join(format!("{name}.log")),
     )
 }
+
+/// The events the logger logged, in order (`Event: tag:` lines open the dump
+/// of each object; consecutive dumps of one event count once), from the log
+/// file of `nri-logger`.
+pub fn logged_events(log: &str) -> Vec<String> {
+    let mut events: Vec<String> = Vec::new();
+    for line in log.lines() {
+        let Some((_, rest)) = line.split_once("nri_plugin_logger::plugin: ") else {
+            continue;
+        };
+        let Some((event, tail)) = rest.split_once(": ") else {
+            continue;
+        };
+        let is_tag = tail.ends_with(':') && !tail.starts_with(' ');
+        if is_tag
+            && event.chars().all(|c| c.is_ascii_alphabetic())
+            && events.last().map(String::as_str) != Some(event)
+        {
+            events.push(event.to_owned());
+        }
+    }
+    events
+}

@@ -15,7 +15,7 @@ use nri_e2e::containerd::{Containerd, CONTAINERD_17_VERSION, CONTAINERD_VERSION,
 use nri_e2e::cri::{write_plugin_wrapper, ContainerSpec, CriRuntime, Options, PodSpec};
 use nri_e2e::crio::Crio;
 use nri_e2e::host::{self, wait_for, Daemon};
-use nri_e2e::plugins::{bin, start_external};
+use nri_e2e::plugins::{bin, logged_events, start_external};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -564,28 +564,6 @@ fn plugin_errors_reach_the_cri_client() {
 
 // ---------------------------------------------------------------------------
 // Item 2: the logger sees every event of a full lifecycle, in order.
-
-/// The events the logger logged, in order (`Event: tag:` lines open the dump
-/// of each object; consecutive dumps of one event count once).
-fn logged_events(log: &str) -> Vec<String> {
-    let mut events: Vec<String> = Vec::new();
-    for line in log.lines() {
-        let Some((_, rest)) = line.split_once("nri_plugin_logger::plugin: ") else {
-            continue;
-        };
-        let Some((event, tail)) = rest.split_once(": ") else {
-            continue;
-        };
-        let is_tag = tail.ends_with(':') && !tail.starts_with(' ');
-        if is_tag
-            && event.chars().all(|c| c.is_ascii_alphabetic())
-            && events.last().map(String::as_str) != Some(event)
-        {
-            events.push(event.to_owned());
-        }
-    }
-    events
-}
 
 fn logger_lifecycle(runtime: Runtime, expected: &[&str]) {
     if !runtime.prepare() {

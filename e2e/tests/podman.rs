@@ -1,0 +1,468 @@
+//! End-to-end: podman 4 (Debian) and runc, with NRI given by `nri-runc`
+//! and `nri-hostd`; and `nri-runc` driven directly through runc's command
+//! line. Every effect is checked where it lands: inside the running
+//! container, in its cgroup, in the runtime's state.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use nri_e2e::host::{prepare as host_prepare, run, wait_for};
+use nri_e2e::plugins::{bin, logged_events, start_external};
+use nri_e2e::podman::{binaries, Hostd, Podman, PACKAGES, WAIT};
+
+fn prepare() -> bool {
+    host_prepare("podman", PACKAGES)
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The logger, external, adding an environment variable and an annotation
+/// to new containers; its log file.
+fn start_logger(dir: &Path, hostd: &Hostd) -> (nri_e2e::host::Daemon, std::path::PathBuf) {
+    let log = dir.join("logger.events");
+    let socket = hostd.nri_socket.to_string_lossy().into_owned();
+    let l = log.to_string_lossy().into_owned();
+    let args = [
+        "-idx",
+        "10",
+        "-name",
+        "logger",
+        "-socket-path",
+        &socket,
+        "-add-env",
+        "NRI_LOGGER",
+        "-add-annotation",
+        "logger.nri-rs.dev/seen",
+        "-log-file",
+        &l,
+    ];
+    let process = start_external("logger", &bin("nri-logger").unwrap(), &args, dir).unwrap();
+    hostd.wait_registered("10-logger").unwrap();
+    (process, log)
+}
+
+/// What the logger sees of a container's life in its own pod.
+const LIFECYCLE: &[&str] = &[
+    "RunPodSandbox",
+    "CreateContainer",
+    "ValidateContainerAdjustment",
+    "PostCreateContainer",
+    "StartContainer",
+    "PostStartContainer",
+    "StopContainer",
+    "RemoveContainer",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+];
+
+/// The events in the logger's log `log` once the last is RemovePodSandbox.
+fn logged_until_removal(log: &Path) -> Vec<String> {
+    wait_for("the logger to see the removal", WAIT, || {
+        let events = logged_events(&fs::read_to_string(log).unwrap_or_default());
+        (events.last().map(String::as_str) == Some("RemovePodSandbox")).then_some(events)
+    })
+    .unwrap()
+}
+
+/// The real runtime's view of a container (`runc state`).
+fn runc_state(id: &str) -> serde_json::Value {
+    let out = run(Command::new("runc").args(["state", id])).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The probe plugin (a binary of this crate), external, recording its
+/// events as JSON lines.
+struct Probe {
+    _process: nri_e2e::host::Daemon,
+    record: std::path::PathBuf,
+}
+
+impl Probe {
+    fn start(dir: &Path, hostd: &Hostd) -> Probe {
+        let record = dir.join("probe.jsonl");
+        let socket = hostd.nri_socket.to_string_lossy().into_owned();
+        let r = record.to_string_lossy().into_owned();
+        let args = [
+            "--socket", &socket, "--name", "probe", "--idx", "50", "--record", &r,
+        ];
+        let exe = Path::new(env!("CARGO_BIN_EXE_nri-e2e-probe"));
+        let process = start_external("probe", exe, &args, dir).unwrap();
+        hostd.wait_registered("50-probe").unwrap();
+        Probe {
+            _process: process,
+            record,
+        }
+    }
+
+    /// The records of `event`, in order.
+    fn events(&self, event: &str) -> Vec<serde_json::Value> {
+        fs::read_to_string(&self.record)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|r| r["event"] == event)
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+/// The logger (external: env and annotation) and the ulimit adjuster
+/// (pre-installed: rlimit from an annotation) change a podman container;
+/// the logger sees its whole lifecycle in order.
+#[test]
+fn samples_adjust_podman_containers_and_see_the_lifecycle() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut hostd = Hostd::configure(dir.path(), "").unwrap();
+    hostd
+        .install_plugin(
+            &bin("nri-ulimit-adjuster").unwrap(),
+            "20-ulimit-adjuster",
+            None,
+        )
+        .unwrap();
+    hostd.restart().unwrap();
+    let (_logger, log) = start_logger(dir.path(), &hostd);
+    hostd.wait_registered("20-ulimit-adjuster").unwrap();
+    let podman = Podman::with_busybox(dir.path()).unwrap();
+
+    let id = podman
+        .run_detached(&[
+            "--hostname",
+            "web",
+            "--annotation",
+            // podman reads the flag as CSV (commas and newlines split values):
+            // the whole value is quoted.
+            "\"ulimits.noderesource.dev/container.web=[{type: nofile, hard: 16384, soft: 8192}]\"",
+            Podman::BUSYBOX,
+            "sleep",
+            "1000",
+        ])
+        .unwrap();
+
+    wait_for(
+        "NRI_LOGGER in the container's process",
+        Duration::from_secs(10),
+        || {
+            let environ = podman.cat(&id, "/proc/1/environ").ok()?;
+            environ.contains("NRI_LOGGER=logger-pid-").then_some(())
+        },
+    )
+    .unwrap();
+    let limits = podman.cat(&id, "/proc/1/limits").unwrap();
+    let nofile = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(
+        nofile.split_whitespace().collect::<Vec<_>>()[3..5],
+        ["8192", "16384"],
+        "{nofile}"
+    );
+    let state = runc_state(&id);
+    assert!(
+        state["annotations"]["logger.nri-rs.dev/seen"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("logger-pid-")),
+        "{state}"
+    );
+
+    podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
+    let mut expected = vec!["Synchronize"];
+    expected.extend_from_slice(LIFECYCLE);
+    assert_eq!(logged_until_removal(&log), expected);
+}
+
+/// The built-in default validator (the `[default_validator]` table) rejects
+/// a container whose required plugin is missing: `podman run` fails with
+/// the validator's message.
+#[test]
+fn validator_rejection_fails_podman_run_with_its_message() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let _hostd = Hostd::start(dir.path(), "[default_validator]\nenable = true\n").unwrap();
+    let podman = Podman::with_busybox(dir.path()).unwrap();
+    let out = podman.run(&[
+        "--rm",
+        "--annotation",
+        "required-plugins.noderesource.dev=[gatekeeper]",
+        Podman::BUSYBOX,
+        "true",
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("rejected by NRI"), "{err}");
+    assert!(err.contains("gatekeeper"), "{err}");
+    // Nothing was left running.
+    assert_eq!(podman.ok(&["ps", "-aq"]).unwrap(), "");
+}
+
+/// A plugin's unsolicited UpdateContainers reaches the container's cgroup
+/// through the real runtime's `update`.
+#[test]
+fn unsolicited_update_changes_the_cgroup() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hostd = Hostd::start(dir.path(), "").unwrap();
+    let probe = Probe::start(dir.path(), &hostd);
+    let podman = Podman::with_busybox(dir.path()).unwrap();
+    let id = podman
+        .run_detached(&[
+            "--hostname",
+            "c0",
+            "--cpu-shares",
+            "256",
+            "--annotation",
+            "e2e.nri-rs.dev/cpu-shares.c0=777",
+            Podman::BUSYBOX,
+            "sleep",
+            "1000",
+        ])
+        .unwrap();
+    let result = wait_for("the probe's update to be answered", WAIT, || {
+        probe.events("UpdateContainersResult").into_iter().next()
+    })
+    .unwrap();
+    assert_eq!(result["failed"], 0, "{result}");
+    let shares = fs::read_to_string(format!(
+        "/sys/fs/cgroup/cpu/libpod_parent/libpod-{id}/cpu.shares"
+    ))
+    .unwrap();
+    assert_eq!(shares.trim(), "777");
+    podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
+}
+
+/// The daemon killed while containers run; one container removed while it
+/// is down; restarted, it synchronizes plugins with exactly the container
+/// still running.
+#[test]
+fn restarted_daemon_resynchronizes_plugins() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut hostd = Hostd::start(dir.path(), "").unwrap();
+    let probe = Probe::start(dir.path(), &hostd);
+    let podman = Podman::with_busybox(dir.path()).unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        ids.push(
+            podman
+                .run_detached(&[Podman::BUSYBOX, "sleep", "1000"])
+                .unwrap(),
+        );
+    }
+    hostd.crash();
+    // Removed while the daemon is down: the wrapper passes through.
+    podman.ok(&["rm", "-f", "-t", "0", &ids[1]]).unwrap();
+    hostd.restart().unwrap();
+    let sync = wait_for("the probe to resynchronize", WAIT, || {
+        probe.events("Synchronize").into_iter().nth(1)
+    })
+    .unwrap();
+    assert_eq!(sync["containers"], serde_json::json!([ids[0]]), "{sync}");
+    assert_eq!(sync["pods"], serde_json::json!([ids[0]]), "{sync}");
+    // The daemon still follows the survivor: its removal reaches the probe.
+    podman.ok(&["rm", "-f", "-t", "0", &ids[0]]).unwrap();
+    wait_for("RemoveContainer after the restart", WAIT, || {
+        probe.events("RemoveContainer").into_iter().next()
+    })
+    .unwrap();
+}
+
+/// No daemon: `pass-through` runs containers unchanged, `fail` refuses
+/// them, and a container with required plugins is refused under both.
+#[test]
+fn daemon_down_policies() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let podman = Podman::with_busybox(dir.path()).unwrap();
+    let out = podman.run(&["--rm", Podman::BUSYBOX, "sh", "-c", "echo ran"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "ran");
+
+    let out = podman.run(&[
+        "--rm",
+        "--annotation",
+        "required-plugins.noderesource.dev=[gatekeeper]",
+        Podman::BUSYBOX,
+        "true",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("needs required NRI plugins"),
+        "{}",
+        stderr(&out)
+    );
+
+    let strict = podman
+        .wrapper(
+            "nri-runc-strict",
+            &format!(
+                "control_socket = {:?}\non_unreachable = \"fail\"\n",
+                dir.path().join("hostd/control.sock")
+            ),
+        )
+        .unwrap();
+    let out = podman.run_with(&strict, &["--rm", Podman::BUSYBOX, "true"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("cannot connect to nri-hostd"), "{err}");
+    assert!(err.contains("on_unreachable"), "{err}");
+}
+
+/// `nri-runc` driven through runc's command line, on a bundle made with
+/// `umoci unpack`: create, start, kill, delete with the adjustment inside
+/// the container; a rejection leaves the bundle byte for byte as it was;
+/// other commands and their exit statuses pass through.
+#[test]
+fn runc_command_line_without_podman() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hostd = Hostd::start(dir.path(), "[default_validator]\nenable = true\n").unwrap();
+    let (_logger, log) = start_logger(dir.path(), &hostd);
+    let (_, wrapper) = binaries().unwrap();
+    let root = dir.path().join("runc-root");
+    let bundle = dir.path().join("bundle");
+    let archive = nri_e2e::image::busybox().unwrap();
+    let layout = format!("{}:b", dir.path().join("layout").display());
+    run(Command::new("skopeo").args([
+        "copy",
+        "--quiet",
+        &format!("docker-archive:{}", archive.path.display()),
+        &format!("oci:{layout}"),
+    ]))
+    .unwrap();
+    run(Command::new("umoci")
+        .args(["unpack", "--image", &layout])
+        .arg(&bundle))
+    .unwrap();
+    let config = bundle.join("config.json");
+    let mut spec: serde_json::Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
+    spec["process"]["args"] = serde_json::json!(["sleep", "1000"]);
+    spec["process"]["terminal"] = false.into();
+    fs::write(&config, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+
+    let env = [("NRI_RUNC_CONFIG", dir.path().join("nri-runc.toml"))];
+    fs::write(
+        &env[0].1,
+        format!("control_socket = {:?}\n", hostd.control_socket),
+    )
+    .unwrap();
+    // Output goes to files: a created container holds on to the runtime's
+    // standard output and error, pipes would never reach their end.
+    let nri_runc = |args: &[&str]| {
+        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+        let status = Command::new(&wrapper)
+            .arg("--root")
+            .arg(&root)
+            .args(args)
+            .envs(env.iter().cloned())
+            .stdin(std::process::Stdio::null())
+            .stdout(fs::File::create(&out).unwrap())
+            .stderr(fs::File::create(&err).unwrap())
+            .status()
+            .unwrap();
+        std::process::Output {
+            status,
+            stdout: fs::read(&out).unwrap(),
+            stderr: fs::read(&err).unwrap(),
+        }
+    };
+    let id = format!("nri-runc-e2e-{}", std::process::id());
+    let b = bundle.to_string_lossy().into_owned();
+
+    // A rejection: non-zero exit, the validator's message, bundle untouched.
+    let mut rejected = spec.clone();
+    rejected["annotations"] =
+        serde_json::json!({"required-plugins.noderesource.dev": "[gatekeeper]"});
+    fs::write(&config, serde_json::to_vec_pretty(&rejected).unwrap()).unwrap();
+    let before = fs::read(&config).unwrap();
+    let out = nri_runc(&["create", "--bundle", &b, &id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("gatekeeper"), "{}", stderr(&out));
+    assert_eq!(fs::read(&config).unwrap(), before, "the bundle was changed");
+    assert!(
+        !nri_runc(&["state", &id]).status.success(),
+        "the container exists"
+    );
+
+    // Accepted: the adjustment is in the container's process.
+    fs::write(&config, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+    let out = nri_runc(&["create", "--bundle", &b, &id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = nri_runc(&["start", &id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let state: serde_json::Value =
+        serde_json::from_slice(&nri_runc(&["state", &id]).stdout).unwrap();
+    assert_eq!(state["status"], "running");
+    let pid = state["pid"].as_u64().unwrap();
+    // `start` returns before runc's init has exec'd the container's
+    // process (whose environment it is): wait for the exec.
+    wait_for("the container's process", Duration::from_secs(10), || {
+        let environ = fs::read(format!("/proc/{pid}/environ")).ok()?;
+        String::from_utf8_lossy(&environ)
+            .contains("NRI_LOGGER=logger-pid-")
+            .then_some(())
+    })
+    .unwrap();
+    // Everything else passes through, exit statuses included.
+    let out = nri_runc(&["ps", &id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let real = Command::new("runc")
+        .arg("--root")
+        .arg(&root)
+        .arg("frobnicate")
+        .output()
+        .unwrap();
+    let ours = nri_runc(&["frobnicate"]);
+    assert_eq!(ours.status.code(), real.status.code());
+    // The same message (runc's, with its time stamp left out).
+    let message =
+        |o: &std::process::Output| stderr(o).split_once("level=").map(|(_, m)| m.to_owned());
+    assert_eq!(message(&ours), message(&real));
+    assert!(message(&ours).is_some_and(|m| m.contains("frobnicate")));
+
+    let out = nri_runc(&["kill", &id, "KILL"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    wait_for("the container to stop", Duration::from_secs(10), || {
+        let s: serde_json::Value =
+            serde_json::from_slice(&nri_runc(&["state", &id]).stdout).ok()?;
+        (s["status"] == "stopped").then_some(())
+    })
+    .unwrap();
+    let out = nri_runc(&["delete", &id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut expected = vec![
+        "Synchronize",
+        // Rejected by the validator: the creation is undone for plugins.
+        "RunPodSandbox",
+        "CreateContainer",
+        "ValidateContainerAdjustment",
+        "StopContainer",
+        "RemoveContainer",
+        "StopPodSandbox",
+        "RemovePodSandbox",
+    ];
+    expected.extend_from_slice(LIFECYCLE);
+    assert_eq!(logged_until_removal(&log), expected);
+}

@@ -1,0 +1,166 @@
+//! The daemon's TOML configuration: containerd's NRI keys at the top level,
+//! our own options in `[hostd]`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Where the configuration is read from by default.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/nri/nri-hostd.toml";
+/// The control socket `nri-runc` talks to by default.
+pub const DEFAULT_CONTROL_SOCKET: &str = "/var/run/nri/nri-hostd.sock";
+/// The state file by default.
+pub const DEFAULT_STATE_FILE: &str = "/var/run/nri/nri-hostd.state.json";
+
+/// The whole configuration file.
+///
+/// The top-level keys are containerd's NRI keys
+/// (`[plugins."io.containerd.nri.v1.nri"]`): `disable`, `plugin_path`,
+/// `plugin_config_path`, `socket_path`, `plugin_registration_timeout`,
+/// `plugin_request_timeout`, `disable_connections`, and the
+/// `[default_validator]` table. Our own options live in `[hostd]`.
+///
+/// ```
+/// use nri_hostd::HostdConfig;
+///
+/// let cfg = HostdConfig::parse(r#"
+///     plugin_path = "/opt/nri/plugins"
+///     plugin_request_timeout = "2s"
+///     [default_validator]
+///     enable = true
+///     [hostd]
+///     control_socket = "/run/nri/hostd.sock"
+///     exit_poll_interval = "500ms"
+/// "#).unwrap();
+/// assert_eq!(cfg.nri.request_timeout, std::time::Duration::from_secs(2));
+/// assert!(cfg.nri.default_validator.unwrap().enable);
+/// assert_eq!(cfg.hostd.control_socket, std::path::Path::new("/run/nri/hostd.sock"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostdConfig {
+    /// NRI itself, as containerd configures it.
+    pub nri: nri_integration::Config,
+    /// The daemon's own options.
+    pub hostd: Options,
+}
+
+/// `[hostd]`: options of the daemon that containerd does not have.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Options {
+    /// The socket `nri-runc` connects to.
+    pub control_socket: PathBuf,
+    /// The file the known pods and containers are kept in (replaced
+    /// atomically on every change).
+    pub state_file: PathBuf,
+    /// How often running containers are checked for exits (StopContainer);
+    /// `0s` turns the periodic check off (kills are still followed).
+    #[serde(deserialize_with = "go_duration")]
+    pub exit_poll_interval: Duration,
+    /// Name and version plugins see in Configure.
+    pub runtime_name: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            control_socket: DEFAULT_CONTROL_SOCKET.into(),
+            state_file: DEFAULT_STATE_FILE.into(),
+            exit_poll_interval: Duration::from_secs(2),
+            runtime_name: "nri-hostd".into(),
+        }
+    }
+}
+
+/// A Go duration string (`"500ms"`), as containerd writes durations.
+fn go_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(d)?;
+    nri_integration::duration::parse_go_duration(&text).map_err(serde::de::Error::custom)
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    /// The file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid configuration.
+    #[error("invalid configuration: {0}")]
+    Parse(#[from] toml::de::Error),
+}
+
+impl HostdConfig {
+    /// Parses the TOML text of a configuration file.
+    pub fn parse(text: &str) -> Result<HostdConfig, ConfigFileError> {
+        let mut table: toml::Table = toml::from_str(text)?;
+        let hostd = match table.remove("hostd") {
+            Some(v) => v.try_into()?,
+            None => Options::default(),
+        };
+        let nri = toml::Value::Table(table).try_into()?;
+        Ok(HostdConfig { nri, hostd })
+    }
+
+    /// Reads the configuration file at `path`; a missing file at the
+    /// default path gives the defaults.
+    pub fn load(path: &Path) -> Result<HostdConfig, ConfigFileError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && path == Path::new(DEFAULT_CONFIG_PATH) =>
+            {
+                Ok(HostdConfig::default())
+            }
+            Err(source) => Err(ConfigFileError::Read {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_default() {
+        assert_eq!(HostdConfig::parse("").unwrap(), HostdConfig::default());
+    }
+
+    #[test]
+    fn containerd_keys_and_unknown_keys() {
+        let cfg = HostdConfig::parse(
+            "disable_connections = true\nsocket_path = \"/x.sock\"\nplugin_registration_timeout = \"1s\"",
+        )
+        .unwrap();
+        assert!(cfg.nri.disable_connections);
+        assert_eq!(cfg.nri.registration_timeout, Duration::from_secs(1));
+        let err = HostdConfig::parse("plugin_pth = \"/x\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plugin_pth"), "{err}");
+        let err = HostdConfig::parse("[hostd]\ncontrol_sock = \"/x\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("control_sock"), "{err}");
+        assert!(HostdConfig::parse("[hostd]\nexit_poll_interval = \"-1s\"").is_err());
+    }
+
+    #[test]
+    fn missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            HostdConfig::load(&dir.path().join("none.toml")),
+            Err(ConfigFileError::Read { .. })
+        ));
+    }
+}

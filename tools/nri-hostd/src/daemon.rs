@@ -1,0 +1,641 @@
+//! [`Hostd`]: NRI for containers created through `nri-runc`. It turns the
+//! wrapper's requests into NRI lifecycle events, keeps the pods and
+//! containers in the state file, and is the [`Domain`] plugins synchronize
+//! with and update.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use nri_api::{Container, ContainerEviction, ContainerState, ContainerUpdate, PodSandbox};
+use nri_integration::{BoxError, Domain, Nri};
+use nri_oci::Generator;
+use serde_json::{json, Value};
+
+use crate::protocol::{Request, Response, RuntimeRef};
+use crate::runtime;
+use crate::spec;
+use crate::state::{ContainerRecord, PodRecord, State};
+
+/// The name of the daemon's one domain.
+pub const DOMAIN: &str = "nri-hostd";
+
+/// How long a killed container is followed until it has stopped.
+const KILL_FOLLOW: Duration = Duration::from_secs(15);
+
+/// The pods and containers created through the wrapper: the domain plugins
+/// see.
+pub struct HostDomain {
+    state: Mutex<State>,
+    state_file: PathBuf,
+    scratch: PathBuf,
+}
+
+impl HostDomain {
+    /// A domain with `state`, saved to `state_file`.
+    pub fn new(state: State, state_file: &Path) -> HostDomain {
+        let scratch = state_file
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        HostDomain {
+            state: Mutex::new(state),
+            state_file: state_file.to_path_buf(),
+            scratch,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the state and saves it (a failed save is logged: the
+    /// in-memory state stays right, a restart would lose the change).
+    fn change<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let mut state = self.lock();
+        let out = f(&mut state);
+        if let Err(e) = state.save(&self.state_file) {
+            tracing::error!(error = %e, "cannot save the state file");
+        }
+        out
+    }
+
+    /// A copy of the current state.
+    pub fn snapshot(&self) -> State {
+        self.lock().clone()
+    }
+
+    fn record(&self, id: &str) -> Option<ContainerRecord> {
+        self.lock().containers.get(id).cloned()
+    }
+
+    fn pod(&self, id: &str) -> Option<PodSandbox> {
+        self.lock().pods.get(id).map(|p| p.pod.clone())
+    }
+
+    fn set_state(&self, id: &str, s: ContainerState) {
+        self.change(|st| {
+            if let Some(r) = st.containers.get_mut(id) {
+                r.container.state = s as i32;
+            }
+        });
+    }
+}
+
+#[nri_integration::async_trait]
+impl Domain for HostDomain {
+    fn name(&self) -> &str {
+        DOMAIN
+    }
+
+    async fn list_pod_sandboxes(&self) -> Vec<PodSandbox> {
+        self.lock().pods.values().map(|p| p.pod.clone()).collect()
+    }
+
+    async fn list_containers(&self) -> Vec<Container> {
+        self.lock()
+            .containers
+            .values()
+            .filter(|c| !c.sandbox)
+            .map(|c| c.container.clone())
+            .collect()
+    }
+
+    async fn get_pod_sandbox(&self, id: &str) -> Option<PodSandbox> {
+        self.pod(id)
+    }
+
+    async fn get_container(&self, id: &str) -> Option<Container> {
+        self.record(id).filter(|r| !r.sandbox).map(|r| r.container)
+    }
+
+    /// Applies the update to the container's spec and runs the real
+    /// runtime's `update` with the resulting resources.
+    async fn update_container(&self, update: &ContainerUpdate) -> Result<(), BoxError> {
+        let rec = self
+            .record(&update.container_id)
+            .ok_or_else(|| format!("unknown container {}", update.container_id))?;
+        let mut spec = rec.spec.clone();
+        Generator::new(&mut spec).apply_update(update)?;
+        let resources = spec
+            .pointer("/linux/resources")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        runtime::update(
+            &rec.runtime,
+            &update.container_id,
+            &resources,
+            &self.scratch,
+        )
+        .await?;
+        self.change(|st| {
+            if let Some(r) = st.containers.get_mut(&update.container_id) {
+                spec::refresh(&mut r.container, &spec);
+                r.spec = spec;
+            }
+        });
+        Ok(())
+    }
+
+    /// Kills the container with the real runtime's `kill ID KILL`.
+    async fn evict_container(&self, eviction: &ContainerEviction) -> Result<(), BoxError> {
+        let rec = self
+            .record(&eviction.container_id)
+            .ok_or_else(|| format!("unknown container {}", eviction.container_id))?;
+        runtime::kill(&rec.runtime, &eviction.container_id).await?;
+        Ok(())
+    }
+}
+
+/// The daemon's request handling.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use nri_hostd::{Hostd, HostdConfig};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let hostd = Arc::new(Hostd::start(HostdConfig::default()).await?);
+/// nri_hostd::server::serve(hostd.clone(), "/var/run/nri/nri-hostd.sock".as_ref()).await?;
+/// # Ok(()) }
+/// ```
+pub struct Hostd {
+    nri: Nri,
+    domain: Arc<HostDomain>,
+    /// Serializes lifecycle events.
+    ops: tokio::sync::Mutex<()>,
+}
+
+/// Errors of starting the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The state file cannot be read.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    /// NRI failed to start.
+    #[error(transparent)]
+    Nri(#[from] nri_integration::Error),
+}
+
+impl Hostd {
+    /// Loads the state file, reconciles it with what the real runtimes
+    /// have, and starts NRI (pre-installed plugins are launched and
+    /// synchronized with the reconciled state).
+    pub async fn start(config: crate::HostdConfig) -> Result<Hostd, StartError> {
+        let state = State::load(&config.hostd.state_file)?;
+        let state = reconcile(state).await;
+        if let Err(e) = state.save(&config.hostd.state_file) {
+            tracing::error!(error = %e, "cannot save the state file");
+        }
+        tracing::info!(
+            pods = state.pods.len(),
+            containers = state.containers.len(),
+            "state reconciled with the real runtime"
+        );
+        let domain = Arc::new(HostDomain::new(state, &config.hostd.state_file));
+        let nri = Nri::builder(config.nri)
+            .runtime(config.hostd.runtime_name, env!("CARGO_PKG_VERSION"))
+            .build();
+        nri.register_domain(domain.clone())?;
+        nri.start().await?;
+        Ok(Hostd {
+            nri,
+            domain,
+            ops: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The NRI integration.
+    pub fn nri(&self) -> &Nri {
+        &self.nri
+    }
+
+    /// The domain.
+    pub fn domain(&self) -> &Arc<HostDomain> {
+        &self.domain
+    }
+
+    /// Stops NRI (plugins get Shutdown; launched ones end).
+    pub async fn stop(&self) {
+        self.nri.stop().await;
+    }
+
+    /// Handles one request of the wrapper.
+    pub async fn handle(self: &Arc<Self>, req: Request) -> Response {
+        match req {
+            Request::Ping => Response::Ok,
+            Request::Create {
+                id,
+                bundle,
+                runtime,
+                spec,
+            } => self.create(id, bundle, runtime, spec).await,
+            Request::Created { id, ok } => self.created(&id, ok).await,
+            Request::Start { id } => self.start_container(&id).await,
+            Request::Started { id, ok } => self.started(&id, ok).await,
+            Request::Killed { id } => {
+                self.follow_kill(id);
+                Response::Ok
+            }
+            Request::Deleted { id } => {
+                let _ops = self.ops.lock().await;
+                let _sync = self.nri.block_plugin_sync().await;
+                self.deleted(&id).await;
+                Response::Ok
+            }
+            Request::Update { id, resources } => self.update(&id, resources).await,
+            Request::Updated { id, ok } => self.updated(&id, ok).await,
+            Request::Paused { id, paused } => {
+                if self.domain.record(&id).is_some() {
+                    let s = if paused {
+                        ContainerState::ContainerPaused
+                    } else {
+                        ContainerState::ContainerRunning
+                    };
+                    self.domain.set_state(&id, s);
+                }
+                Response::Ok
+            }
+        }
+    }
+
+    async fn create(
+        &self,
+        id: String,
+        bundle: String,
+        runtime: RuntimeRef,
+        mut spec: Value,
+    ) -> Response {
+        let _ops = self.ops.lock().await;
+        let _sync = self.nri.block_plugin_sync().await;
+        if self.domain.record(&id).is_some() {
+            return Response::Error {
+                message: format!("container {id} already exists"),
+            };
+        }
+        let place = spec::placement(&id, &spec);
+        let record = |container, spec, sandbox| ContainerRecord {
+            container,
+            runtime: runtime.clone(),
+            bundle: bundle.clone(),
+            spec,
+            sandbox,
+        };
+        if place.sandbox {
+            let mut pod = place.pod;
+            pod.id = id.clone();
+            self.domain.change(|st| {
+                st.pods.insert(
+                    id.clone(),
+                    PodRecord {
+                        pod: pod.clone(),
+                        sandbox: Some(id.clone()),
+                    },
+                );
+                let ctr = spec::container(&id, &id, &place.name, &spec);
+                st.containers
+                    .insert(id.clone(), record(ctr, spec.clone(), true));
+            });
+            if let Err(e) = self.nri.run_pod_sandbox(&pod).await {
+                self.forget_pod(&pod).await;
+                self.domain.change(|st| st.containers.remove(&id));
+                return Response::Rejected {
+                    message: e.to_string(),
+                };
+            }
+            return Response::Spec { spec: None };
+        }
+
+        let (pod, new_pod) = match self.domain.pod(&place.pod.id) {
+            Some(pod) => (pod, false),
+            None => (place.pod, true),
+        };
+        if new_pod {
+            self.domain.change(|st| {
+                st.pods.insert(
+                    pod.id.clone(),
+                    PodRecord {
+                        pod: pod.clone(),
+                        sandbox: None,
+                    },
+                )
+            });
+            if let Err(e) = self.nri.run_pod_sandbox(&pod).await {
+                self.forget_pod(&pod).await;
+                return Response::Rejected {
+                    message: e.to_string(),
+                };
+            }
+        }
+        let mut ctr = spec::container(&id, &pod.id, &place.name, &spec);
+        let original = spec.clone();
+        let outcome = match self.nri.create_container(&pod, &ctr).await {
+            Ok(created) => {
+                let adjust = created.adjust.unwrap_or_default();
+                Generator::new(&mut spec)
+                    .adjust(&adjust)
+                    .map_err(|e| format!("cannot apply the NRI adjustment: {e}"))
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(message) = outcome {
+            if let Err(e) = self.nri.undo_create_container(&pod, &ctr).await {
+                tracing::warn!(container = %id, error = %e, "undoing the NRI creation failed");
+            }
+            if new_pod {
+                self.forget_pod(&pod).await;
+            }
+            tracing::info!(container = %id, %message, "container refused by NRI");
+            return Response::Rejected { message };
+        }
+        spec::refresh(&mut ctr, &spec);
+        self.domain.change(|st| {
+            st.containers
+                .insert(id.clone(), record(ctr, spec.clone(), false))
+        });
+        Response::Spec {
+            spec: (spec != original).then_some(spec),
+        }
+    }
+
+    /// Tells plugins a pod is gone (stop and removal, each if still due)
+    /// and forgets it.
+    async fn forget_pod(&self, pod: &PodSandbox) {
+        if let Err(e) = self.nri.remove_pod_sandbox(pod).await {
+            tracing::warn!(pod = %pod.id, error = %e, "NRI RemovePodSandbox failed");
+        }
+        self.domain.change(|st| st.pods.remove(&pod.id));
+    }
+
+    fn pod_and_container(&self, id: &str) -> Option<(PodSandbox, ContainerRecord)> {
+        let rec = self.domain.record(id)?;
+        let pod = self.domain.pod(&rec.container.pod_sandbox_id)?;
+        Some((pod, rec))
+    }
+
+    async fn created(&self, id: &str, ok: bool) -> Response {
+        let _ops = self.ops.lock().await;
+        let Some((pod, rec)) = self.pod_and_container(id) else {
+            return Response::Ok;
+        };
+        if ok {
+            if !rec.sandbox {
+                if let Err(e) = self.nri.post_create_container(&pod, &rec.container).await {
+                    tracing::warn!(container = %id, error = %e, "NRI PostCreateContainer failed");
+                }
+            }
+        } else {
+            let _sync = self.nri.block_plugin_sync().await;
+            self.deleted(id).await;
+        }
+        Response::Ok
+    }
+
+    async fn start_container(&self, id: &str) -> Response {
+        let _ops = self.ops.lock().await;
+        let _sync = self.nri.block_plugin_sync().await;
+        let Some((pod, rec)) = self.pod_and_container(id) else {
+            return Response::Ok;
+        };
+        self.domain.set_state(id, ContainerState::ContainerRunning);
+        if !rec.sandbox {
+            let mut ctr = rec.container;
+            ctr.state = ContainerState::ContainerRunning as i32;
+            if let Err(e) = self.nri.start_container(&pod, &ctr).await {
+                tracing::warn!(container = %id, error = %e, "NRI StartContainer failed");
+            }
+        }
+        Response::Ok
+    }
+
+    async fn started(&self, id: &str, ok: bool) -> Response {
+        let _ops = self.ops.lock().await;
+        let Some((pod, rec)) = self.pod_and_container(id) else {
+            return Response::Ok;
+        };
+        if ok && !rec.sandbox {
+            if let Err(e) = self.nri.post_start_container(&pod, &rec.container).await {
+                tracing::warn!(container = %id, error = %e, "NRI PostStartContainer failed");
+            }
+        }
+        Response::Ok
+    }
+
+    /// Follows a killed container until it stops (or the time is up).
+    fn follow_kill(self: &Arc<Self>, id: String) {
+        let Some(rec) = self.domain.record(&id) else {
+            return;
+        };
+        let me = self.clone();
+        tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            while start.elapsed() < KILL_FOLLOW {
+                match runtime::status(&rec.runtime, &id).await.as_deref() {
+                    Some("stopped") | None => {
+                        me.stopped(&id).await;
+                        return;
+                    }
+                    _ => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        });
+    }
+
+    /// The container `id` has stopped: StopContainer, or StopPodSandbox
+    /// for a sandbox.
+    pub async fn stopped(&self, id: &str) {
+        let _ops = self.ops.lock().await;
+        let _sync = self.nri.block_plugin_sync().await;
+        let Some((pod, rec)) = self.pod_and_container(id) else {
+            return;
+        };
+        if rec.container.state == ContainerState::ContainerStopped as i32 {
+            return;
+        }
+        self.domain.set_state(id, ContainerState::ContainerStopped);
+        let result = if rec.sandbox {
+            self.nri.stop_pod_sandbox(&pod).await.map(|_| ())
+        } else {
+            let mut ctr = rec.container;
+            ctr.state = ContainerState::ContainerStopped as i32;
+            self.nri.stop_container(&pod, &ctr).await.map(|_| ())
+        };
+        if let Err(e) = result {
+            tracing::warn!(container = %id, error = %e, "NRI stop failed");
+        }
+    }
+
+    /// The container `id` is gone: RemoveContainer (with the stop if
+    /// missed), and the pod's stop and removal when nothing of it is left.
+    /// The caller holds `ops` and a sync block.
+    async fn deleted(&self, id: &str) {
+        let Some((pod, rec)) = self.pod_and_container(id) else {
+            self.domain.change(|st| st.containers.remove(id));
+            return;
+        };
+        if !rec.sandbox {
+            if let Err(e) = self.nri.remove_container(&pod, &rec.container).await {
+                tracing::warn!(container = %id, error = %e, "NRI RemoveContainer failed");
+            }
+        }
+        let pod_done = self.domain.change(|st| {
+            st.containers.remove(id);
+            let members = st.members(&pod.id);
+            match st.pods.get_mut(&pod.id) {
+                Some(p) => {
+                    if p.sandbox.as_deref() == Some(id) {
+                        p.sandbox = None;
+                    }
+                    members.is_empty() && p.sandbox.is_none()
+                }
+                None => false,
+            }
+        });
+        if pod_done {
+            self.forget_pod(&pod).await;
+        }
+    }
+
+    async fn update(&self, id: &str, resources: Value) -> Response {
+        let _ops = self.ops.lock().await;
+        let _sync = self.nri.block_plugin_sync().await;
+        let Some((pod, rec)) = self.pod_and_container(id) else {
+            return Response::Resources { resources };
+        };
+        if rec.sandbox {
+            return Response::Resources { resources };
+        }
+        let requested = spec::resources(&resources);
+        match self
+            .nri
+            .update_container(&pod, &rec.container, Some(&requested))
+            .await
+        {
+            Ok(update) if update.adjusted => {
+                let mut holder = json!({"linux": {"resources": resources}});
+                let merged = update.resources.unwrap_or_default();
+                if let Err(e) = Generator::new(&mut holder).apply_resources(&merged) {
+                    return Response::Error {
+                        message: format!("cannot apply the NRI resources: {e}"),
+                    };
+                }
+                Response::Resources {
+                    resources: holder["linux"]["resources"].take(),
+                }
+            }
+            Ok(_) => Response::Resources { resources },
+            Err(e) => Response::Rejected {
+                message: e.to_string(),
+            },
+        }
+    }
+
+    async fn updated(&self, id: &str, ok: bool) -> Response {
+        let _ops = self.ops.lock().await;
+        let Some((pod, rec)) = self.pod_and_container(id) else {
+            return Response::Ok;
+        };
+        if ok && !rec.sandbox {
+            if let Err(e) = self.nri.post_update_container(&pod, &rec.container).await {
+                tracing::warn!(container = %id, error = %e, "NRI PostUpdateContainer failed");
+            }
+        }
+        Response::Ok
+    }
+
+    /// Checks the containers believed running against the real runtimes:
+    /// stopped ones get their stop, vanished ones their removal. Containers
+    /// not started yet are left alone: the real `create` of a container the
+    /// daemon already knows may still be under way.
+    pub async fn check_exits(&self) {
+        let state = self.domain.snapshot();
+        let started = |r: &&ContainerRecord| {
+            r.container.state == ContainerState::ContainerRunning as i32
+                || r.container.state == ContainerState::ContainerPaused as i32
+        };
+        let runtimes: BTreeSet<RuntimeRef> = state
+            .containers
+            .values()
+            .filter(started)
+            .map(|r| r.runtime.clone())
+            .collect();
+        for rt in runtimes {
+            let Ok(listed) = runtime::list(&rt).await else {
+                continue;
+            };
+            for rec in state.containers.values().filter(started) {
+                if rec.runtime != rt {
+                    continue;
+                }
+                match listed.get(&rec.container.id).map(String::as_str) {
+                    Some("stopped") => self.stopped(&rec.container.id).await,
+                    Some(_) => {}
+                    // Not listed: gone, unless it shows up when asked alone
+                    // (a listing can skip containers being changed).
+                    None if runtime::status(&rt, &rec.container.id).await.is_some() => {}
+                    None => {
+                        let _ops = self.ops.lock().await;
+                        let _sync = self.nri.block_plugin_sync().await;
+                        // Deleted meanwhile by someone else than the wrapper.
+                        if self.domain.record(&rec.container.id).is_some() {
+                            self.deleted(&rec.container.id).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Keeps of `state` only what the real runtimes still have, with the
+/// statuses they report. Containers of a runtime that cannot be listed are
+/// kept as they are.
+pub async fn reconcile(mut state: State) -> State {
+    let runtimes: BTreeSet<RuntimeRef> = state
+        .containers
+        .values()
+        .map(|r| r.runtime.clone())
+        .collect();
+    let mut listed: BTreeMap<RuntimeRef, BTreeMap<String, String>> = BTreeMap::new();
+    for rt in runtimes {
+        match runtime::list(&rt).await {
+            Ok(l) => {
+                listed.insert(rt, l);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list containers; keeping them as known"),
+        }
+    }
+    state.containers.retain(|id, rec| {
+        let Some(l) = listed.get(&rec.runtime) else {
+            return true;
+        };
+        let status = match l.get(id).map(String::as_str) {
+            None => {
+                tracing::info!(container = %id, "container is gone: forgotten");
+                return false;
+            }
+            Some("created") => ContainerState::ContainerCreated,
+            Some("running") => ContainerState::ContainerRunning,
+            Some("paused") => ContainerState::ContainerPaused,
+            Some(_) => ContainerState::ContainerStopped,
+        };
+        rec.container.state = status as i32;
+        true
+    });
+    let containers = &state.containers;
+    state.pods.retain(|id, pod| {
+        if pod
+            .sandbox
+            .as_ref()
+            .is_some_and(|s| !containers.contains_key(s))
+        {
+            pod.sandbox = None;
+        }
+        pod.sandbox.is_some()
+            || containers
+                .values()
+                .any(|c| !c.sandbox && c.container.pod_sandbox_id == *id)
+    });
+    state
+}

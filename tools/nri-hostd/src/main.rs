@@ -1,0 +1,113 @@
+//! `nri-hostd [--config FILE]`: the NRI host daemon for `nri-runc`.
+//!
+//! Exit status: 0 after SIGTERM/SIGINT, 1 when it cannot start, 2 for bad
+//! usage. Log filter: `NRI_HOSTD_LOG` (default `info`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use nri_hostd::config::DEFAULT_CONFIG_PATH;
+use nri_hostd::{server, Hostd, HostdConfig};
+use tokio::signal::unix::{signal, SignalKind};
+use tracing_subscriber::EnvFilter;
+
+const USAGE: &str = "usage: nri-hostd [--config FILE]   (default /etc/nri/nri-hostd.toml)";
+
+fn parse_args() -> Result<PathBuf, String> {
+    let mut config = PathBuf::from(DEFAULT_CONFIG_PATH);
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.to_str() {
+            Some("--config" | "-c") => {
+                config = args.next().ok_or("--config needs a file")?.into();
+            }
+            Some(a) if a.starts_with("--config=") => config = a["--config=".len()..].into(),
+            Some("--help" | "-h") => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            Some("--version" | "-v") => {
+                println!("nri-hostd {}", env!("CARGO_PKG_VERSION"));
+                std::process::exit(0);
+            }
+            _ => return Err(format!("unknown argument {}", arg.to_string_lossy())),
+        }
+    }
+    Ok(config)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("NRI_HOSTD_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let path = match parse_args() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("nri-hostd: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = match HostdConfig::load(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("nri-hostd: {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let socket = config.hostd.control_socket.clone();
+    let poll = config.hostd.exit_poll_interval;
+    let hostd = match Hostd::start(config).await {
+        Ok(h) => Arc::new(h),
+        Err(e) => {
+            eprintln!("nri-hostd: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // The control socket appears once NRI runs (plugins can connect): a
+    // wrapper that reaches the daemon gets NRI.
+    let listener = match server::bind(&socket) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("nri-hostd: cannot listen on {}: {e}", socket.display());
+            hostd.stop().await;
+            return ExitCode::from(1);
+        }
+    };
+    tracing::info!(control = %socket.display(), "nri-hostd ready");
+    let serving = tokio::spawn(server::serve_listener(hostd.clone(), listener));
+    let poller = (!poll.is_zero()).then(|| {
+        let hostd = hostd.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(poll);
+            loop {
+                tick.tick().await;
+                hostd.check_exits().await;
+            }
+        })
+    });
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        eprintln!("nri-hostd: cannot install signal handlers");
+        return ExitCode::from(1);
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    tracing::info!("shutting down");
+    serving.abort();
+    if let Some(p) = poller {
+        p.abort();
+    }
+    let _ = std::fs::remove_file(&socket);
+    hostd.stop().await;
+    ExitCode::SUCCESS
+}
