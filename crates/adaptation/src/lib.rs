@@ -88,7 +88,7 @@ pub use builder::AdaptationBuilder;
 pub use builtin::{BuiltinPlugin, DefaultValidatorPlugin};
 pub use error::{ConflictError, MergeError};
 pub use merge::{CreateOutcome, CreateResult, StopResult, UpdateResult};
-pub use metrics::{Metrics, NoMetrics};
+pub use metrics::{Metrics, MetricsFanout, NoMetrics, SyncStats};
 pub use owners::{field_kind, FieldKind, Owners};
 pub use plugin::{PluginInfo, PluginKind};
 pub use policy::TimeoutPolicy;
