@@ -800,6 +800,71 @@ mod tests {
         });
     }
 
+    /// Every PromQL expression of a Grafana dashboard (panel targets and
+    /// variable queries).
+    fn expressions(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("expr" | "definition", serde_json::Value::String(s)) => {
+                            out.push(s.clone())
+                        }
+                        _ => expressions(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| expressions(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_metric_the_dashboard_queries_is_exported() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/grafana/nri-dashboard.json"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let dashboard: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut exprs = Vec::new();
+        expressions(&dashboard, &mut exprs);
+        assert!(exprs.len() > 10, "{exprs:?}");
+        for (prefix, metrics) in [
+            ("nri", NriMetrics::new()),
+            ("containerd_nri", NriMetrics::with_prefix("containerd")),
+        ] {
+            fill(&metrics);
+            let exposition = metrics.encode();
+            let samples: std::collections::BTreeSet<&str> = exposition
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .filter_map(|l| l.split(['{', ' ']).next())
+                .collect();
+            let mut queried = std::collections::BTreeSet::new();
+            for e in &exprs {
+                let e = e.replace("${prefix}", prefix);
+                for word in e.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                    if word.starts_with(&format!("{prefix}_")) {
+                        assert!(
+                            samples.contains(word),
+                            "{word} (in {e}) is not exported:\n{exposition}"
+                        );
+                        queried.insert(word.to_string());
+                    }
+                }
+            }
+            // And the dashboard shows every family.
+            for name in METRIC_NAMES {
+                let name = name.replacen("nri", prefix, 1);
+                assert!(
+                    queried.iter().any(|q| q.starts_with(&name)),
+                    "{name} not on the dashboard"
+                );
+            }
+        }
+    }
+
     #[test]
     fn containerd_prefix_gives_containerd_names() {
         let m = NriMetrics::with_prefix("containerd");
