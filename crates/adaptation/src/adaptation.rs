@@ -366,6 +366,7 @@ impl Inner {
         }
         for p in removed {
             tracing::info!(plugin = %p.name, "removing closed plugin");
+            self.settings.metrics.record_plugin_drop(&p.name);
             tokio::spawn(async move { p.stop().await });
         }
         self.settings.metrics.update_plugin_count(count);

@@ -107,6 +107,7 @@ pub(crate) async fn start(settings: &Arc<Settings>, d: Discovered) -> Result<Lau
         Backend::Remote(remote),
         settings.clone(),
     ));
+    settings.metrics.record_plugin_registration(&plugin.name);
     if let Err(e) = plugin.configure(d.config).await {
         plugin.stop().await;
         return Err(e);

@@ -89,7 +89,7 @@ pub use error::{
     BoxError, ConflictError, DiscoverError, Error, MergeError, PluginError, RegistrationError,
 };
 pub use merge::{CreateOutcome, CreateResult, StopResult, UpdateResult};
-pub use metrics::{Metrics, NoMetrics};
+pub use metrics::{Metrics, MetricsFanout, NoMetrics, SyncStats};
 pub use owners::{field_kind, FieldKind, Owners};
 pub use plugin::{PluginInfo, PluginKind};
 pub use policy::TimeoutPolicy;

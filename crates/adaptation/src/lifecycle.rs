@@ -193,7 +193,7 @@ impl Adaptation {
                 p.record_adjustments(
                     method_name::CREATE,
                     reply.adjust.as_ref(),
-                    reply.update.len(),
+                    &reply.update,
                     reply.evict.len(),
                 );
                 result.apply(&p.name, reply)?;
@@ -272,12 +272,7 @@ impl Adaptation {
                         continue;
                     }
                 };
-                p.record_adjustments(
-                    method_name::UPDATE,
-                    None,
-                    reply.update.len(),
-                    reply.evict.len(),
-                );
+                p.record_adjustments(method_name::UPDATE, None, &reply.update, reply.evict.len());
                 result.apply(&p.name, reply)?;
             }
             Ok(result.into_response())
@@ -316,7 +311,7 @@ impl Adaptation {
                         continue;
                     }
                 };
-                p.record_adjustments(method_name::STOP, None, reply.update.len(), 0);
+                p.record_adjustments(method_name::STOP, None, &reply.update, 0);
                 result.apply(&p.name, reply)?;
             }
             Ok(result.into_response())

@@ -71,6 +71,7 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
         settings.clone(),
     ));
     tracing::info!(plugin = %plugin.name, pid, "external plugin registered");
+    settings.metrics.record_plugin_registration(&plugin.name);
     if let Err(e) = plugin.configure(String::new()).await {
         tracing::warn!(plugin = %plugin.name, error = %e, "failed to configure plugin");
         return Err(e);

@@ -21,6 +21,11 @@
 //! * [`Nri::notify_container_exit`]: exit notifications delivered in the
 //!   background, never blocking the caller.
 //!
+//! * Metrics of every plugin call through [`NriBuilder::metrics`]; with
+//!   the default `prometheus` feature, [`metrics::NriMetrics`] exports
+//!   them in the Prometheus/OpenMetrics format under the names containerd
+//!   uses, and a runtime can read the same figures in code.
+//!
 //! When NRI is disabled, every entry point is a cheap no-op.
 //!
 //! # Example
@@ -96,7 +101,9 @@ pub use nri::{Nri, NriBuilder, SyncBlock};
 /// The attribute for implementing [`Domain`] and the adaptation's hooks, as
 /// `nri-adaptation` re-exports it.
 pub use nri_adaptation::async_trait;
-pub use nri_adaptation::{BoxError, PluginInfo};
+pub use nri_adaptation::{BoxError, Metrics, MetricsFanout, PluginInfo};
+#[cfg(feature = "prometheus")]
+pub use nri_metrics as metrics;
 pub use outcome::{Adjustment, FailedUpdates, ResourceUpdate};
 pub use state::LifecycleState;
 

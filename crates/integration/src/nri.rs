@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use nri_adaptation::{Adaptation, BuiltinPlugin, Metrics, PluginInfo, PluginSyncBlock};
+use nri_adaptation::{
+    Adaptation, BuiltinPlugin, Metrics, MetricsFanout, PluginInfo, PluginSyncBlock,
+};
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
@@ -48,9 +50,27 @@ impl NriBuilder {
         self
     }
 
-    /// Receives measurements of plugin calls.
+    /// Receives measurements of plugin calls; called more than once, every
+    /// sink receives them all (in the order given).
+    ///
+    /// ```
+    /// # #[cfg(feature = "prometheus")] {
+    /// use std::sync::Arc;
+    /// use nri_integration::{metrics::NriMetrics, Config, Nri};
+    ///
+    /// let metrics = NriMetrics::new();
+    /// let nri = Nri::builder(Config::disabled())
+    ///     .metrics(Arc::new(metrics.clone()))
+    ///     .build();
+    /// // Serve `metrics.encode()` on /metrics, or read figures in code:
+    /// assert_eq!(metrics.active_plugins(), 0);
+    /// # drop(nri); }
+    /// ```
     pub fn metrics(mut self, metrics: Arc<dyn Metrics>) -> Self {
-        self.metrics = Some(metrics);
+        self.metrics = Some(match self.metrics.take() {
+            None => metrics,
+            Some(first) => Arc::new(MetricsFanout::new([first, metrics])),
+        });
         self
     }
 

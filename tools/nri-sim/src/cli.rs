@@ -73,6 +73,11 @@ pub struct ServeArgs {
     /// only).
     #[arg(long)]
     pub no_stdin: bool,
+    /// Serve Prometheus metrics of the plugin calls on
+    /// `http://ADDR/metrics` (off by default). A bare port (`9464`,
+    /// `:9464`) binds the loopback address; name the IP to bind another.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
 }
 
 /// Report formats.

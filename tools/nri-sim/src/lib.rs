@@ -18,6 +18,7 @@ pub mod adjust;
 pub mod checks;
 pub mod cli;
 pub mod diff;
+pub mod metrics_http;
 pub mod observe;
 pub mod plugins;
 pub mod render;

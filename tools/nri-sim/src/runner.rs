@@ -109,6 +109,16 @@ pub type Say = Arc<dyn Fn(&str) + Send + Sync>;
 impl Sim {
     /// Prepares everything; nothing runs yet.
     pub fn new(scenario: Scenario, logs: LogCapture) -> Result<Sim, SetupError> {
+        Sim::with_metrics(scenario, logs, None)
+    }
+
+    /// Like [`Sim::new`], with `metrics` receiving every measurement of
+    /// plugin calls too (besides the simulator's own recorder).
+    pub fn with_metrics(
+        scenario: Scenario,
+        logs: LogCapture,
+        metrics: Option<Arc<dyn nri_adaptation::Metrics>>,
+    ) -> Result<Sim, SetupError> {
         let world = Arc::new(World::default());
         let mut ids = BTreeMap::new();
         let mut pod_uids = BTreeMap::new();
@@ -238,8 +248,12 @@ impl Sim {
                 scenario.runtime.version.clone(),
             )
             .builtin_plugins(builtin)
-            .metrics(recorder.clone())
-            .build();
+            .metrics(recorder.clone());
+        let nri = match metrics {
+            Some(m) => nri.metrics(m),
+            None => nri,
+        }
+        .build();
         nri.register_domain(world.clone())
             .map_err(|e| SetupError::Start(e.to_string()))?;
         Ok(Sim {

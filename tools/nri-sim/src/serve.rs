@@ -5,6 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -192,10 +193,39 @@ pub async fn serve(
     let socket = std::path::absolute(&socket).unwrap_or(socket);
     scenario.socket = Some(socket.clone());
     let steps = std::mem::take(&mut scenario.steps);
-    let mut sim = match Sim::new(scenario, capture) {
+    let metrics = args
+        .metrics_addr
+        .as_ref()
+        .map(|a| (a, nri_integration::metrics::NriMetrics::new()));
+    let sink = metrics
+        .as_ref()
+        .map(|(_, m)| Arc::new(m.clone()) as Arc<dyn nri_adaptation::Metrics>);
+    let mut sim = match Sim::with_metrics(scenario, capture, sink) {
         Ok(s) => s,
         Err(e) => return fail(e.to_string()),
     };
+    // Kept until the end: dropping it stops the endpoint.
+    let mut endpoint = None;
+    if let Some((addr, m)) = metrics {
+        let started = match crate::metrics_http::parse_addr(addr) {
+            Ok(a) => crate::metrics_http::MetricsServer::start(a, m).await,
+            Err(e) => Err(e),
+        };
+        match started {
+            Ok(server) => {
+                eprintln!(
+                    "{} metrics on http://{}/metrics",
+                    err_style.green("●"),
+                    server.addr()
+                );
+                endpoint = Some(server);
+            }
+            Err(e) => {
+                sim.finish().await;
+                return fail(e.to_string());
+            }
+        }
+    }
     if let Err(e) = sim.start(&say).await {
         sim.finish().await;
         return fail(e.to_string());
@@ -232,7 +262,8 @@ pub async fn serve(
     if out.json {
         out.emit(
             "ready",
-            json!({"scenario": origin, "socket": socket, "plugins": sim.plugins()}),
+            json!({"scenario": origin, "socket": socket, "plugins": sim.plugins(),
+                   "metrics": endpoint.as_ref().map(|e| format!("http://{}/metrics", e.addr()))}),
         );
     }
     for step in &steps {

@@ -6,9 +6,6 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::time::Duration;
-
-use nri_stub::Stub;
 
 #[test]
 fn serve_prints_json_lines_for_a_connecting_plugin() {
@@ -46,30 +43,7 @@ containers: [{name: app, pod: web}]
         .spawn()
         .unwrap();
 
-    // The plugin: a separate runtime on its own thread, connecting when the
-    // socket appears.
-    let sock = socket.clone();
-    let plugin = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            while !sock.exists() {
-                assert!(tokio::time::Instant::now() < deadline, "no socket");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            let stub = Stub::builder(nri_plugin_ulimit_adjuster::plugin::UlimitAdjuster)
-                .name("limits")
-                .index("15")
-                .socket_path(sock)
-                .build()
-                .unwrap();
-            // Ends when the simulator goes away.
-            let _ = stub.run().await;
-        });
-    });
+    let plugin = common::spawn_limits_plugin(socket.clone());
 
     let stdout = BufReader::new(sim.stdout.take().unwrap());
     let mut stdin = sim.stdin.take().unwrap();

@@ -395,12 +395,14 @@ impl Plugin {
         &self,
         operation: &str,
         adjust: Option<&nri_api::ContainerAdjustment>,
-        updates: usize,
+        updates: &[nri_api::ContainerUpdate],
         evictions: usize,
     ) {
-        self.settings
-            .metrics
-            .record_plugin_adjustments(&self.name, operation, adjust, updates, evictions);
+        let metrics = &self.settings.metrics;
+        metrics.record_plugin_adjustments(&self.name, operation, adjust, updates.len(), evictions);
+        if !updates.is_empty() {
+            metrics.record_plugin_updates(&self.name, operation, updates);
+        }
     }
 }
 

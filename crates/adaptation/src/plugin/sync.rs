@@ -64,6 +64,8 @@ impl Plugin {
     ) -> Result<Vec<ContainerUpdate>, Error> {
         tracing::info!(plugin = %self.name, pods = pods.len(), containers = containers.len(),
             "synchronizing plugin");
+        let start = Instant::now();
+        let mut messages = 0usize;
         let result = match &self.backend {
             Backend::Builtin(b) => {
                 let req = SynchronizeRequest {
@@ -72,6 +74,7 @@ impl Plugin {
                     more: false,
                 };
                 let timeout = self.request_timeout();
+                messages = 1;
                 self.measured(method::SYNCHRONIZE, async {
                     match tokio::time::timeout(timeout, b.synchronize(&req)).await {
                         Ok(Ok(r)) => Ok(r),
@@ -81,13 +84,26 @@ impl Plugin {
                 })
                 .await
                 .map(|r| {
-                    self.record_adjustments(method::SYNCHRONIZE, None, r.update.len(), 0);
+                    self.record_adjustments(method::SYNCHRONIZE, None, &r.update, 0);
                     r.update
                 })
                 .map_err(Error::Synchronize)
             }
-            Backend::Remote(_) => self.synchronize_split(pods, containers).await,
+            Backend::Remote(_) => {
+                self.synchronize_split(pods, containers, &mut messages)
+                    .await
+            }
         };
+        self.settings
+            .metrics
+            .record_plugin_synchronize(&crate::metrics::SyncStats {
+                plugin: &self.name,
+                pods: pods.len(),
+                containers: containers.len(),
+                messages,
+                duration: start.elapsed(),
+                ok: result.is_ok(),
+            });
         if result.is_err() {
             self.close();
         }
@@ -98,6 +114,7 @@ impl Plugin {
         &self,
         pods: &[PodSandbox],
         containers: &[Container],
+        messages: &mut usize,
     ) -> Result<Vec<ContainerUpdate>, Error> {
         let Backend::Remote(remote) = &self.backend else {
             return Err(Error::SplitSyncFailed);
@@ -126,6 +143,7 @@ impl Plugin {
                     nri_ttrpc::Error::Timeout,
                 )));
             }
+            *messages += 1;
             let reply = self
                 .measured(method::SYNCHRONIZE, async {
                     remote
@@ -136,7 +154,7 @@ impl Plugin {
                 .await;
             match reply {
                 Ok(reply) => {
-                    self.record_adjustments(method::SYNCHRONIZE, None, reply.update.len(), 0);
+                    self.record_adjustments(method::SYNCHRONIZE, None, &reply.update, 0);
                     if !more {
                         return Ok(reply.update);
                     }

@@ -117,3 +117,29 @@ pub fn cargo_build(args: &[&str]) -> PathBuf {
     );
     profile_dir
 }
+
+/// Runs the ulimit-adjuster sample as plugin `15-limits` on its own thread
+/// and runtime, connecting once `socket` appears (within 30 s); it ends when
+/// the simulator goes away.
+pub fn spawn_limits_plugin(socket: PathBuf) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while !socket.exists() {
+                assert!(tokio::time::Instant::now() < deadline, "no socket");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let stub = nri_stub::Stub::builder(nri_plugin_ulimit_adjuster::plugin::UlimitAdjuster)
+                .name("limits")
+                .index("15")
+                .socket_path(socket)
+                .build()
+                .unwrap();
+            let _ = stub.run().await;
+        });
+    })
+}
