@@ -9,16 +9,32 @@ use std::time::Duration;
 use nri_api::goparse::{format_duration, parse_duration};
 
 /// serde adapter for `Duration` fields: serializes a Go duration string,
-/// deserializes a Go duration string or integer nanoseconds.
-pub(crate) mod go {
+/// deserializes a Go duration string or integer nanoseconds. Tools with
+/// configuration files of their own use it too, so every file reads
+/// durations alike.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// #[derive(serde::Deserialize)]
+/// struct Options {
+///     #[serde(with = "nri_integration::duration::go")]
+///     interval: Duration,
+/// }
+/// let o: Options = serde_json::from_str(r#"{"interval": "1m30s"}"#).unwrap();
+/// assert_eq!(o.interval, Duration::from_secs(90));
+/// ```
+pub mod go {
     use super::*;
     use serde::de::{self, Visitor};
     use serde::{Deserializer, Serializer};
 
+    /// Writes `d` as a Go duration string (`"1m30s"`).
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format_duration(*d))
     }
 
+    /// Reads a Go duration string, or an integer as nanoseconds.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         d.deserialize_any(GoDuration)
     }

@@ -63,7 +63,7 @@ impl Plugin for Adjuster {
         _c: &Context,
         _pods: &[PodSandbox],
         _ctrs: &[Container],
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let mut u = ContainerUpdate {
             container_id: "ctr1".into(),
             ..Default::default()
@@ -76,7 +76,7 @@ impl Plugin for Adjuster {
         _c: &Context,
         _p: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
         adjust.add_env("SEEN", "1");
         adjust.set_linux_memory_limit(1 << 28);
@@ -88,7 +88,7 @@ impl Plugin for Adjuster {
         _p: &PodSandbox,
         _ctr: &Container,
         _r: Option<&LinuxResources>,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let mut u = ContainerUpdate {
             container_id: "ctr2".into(),
             ..Default::default()
@@ -101,7 +101,7 @@ impl Plugin for Adjuster {
         _c: &Context,
         _p: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         Err("no stopping today".into())
     }
 }
@@ -116,7 +116,7 @@ impl Plugin for Hangs {
         _c: &Context,
         _p: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         if let Some(tx) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = tx.send(());
         }

@@ -56,7 +56,7 @@ pub struct Options {
     pub state_file: PathBuf,
     /// How often running containers are checked for exits (StopContainer);
     /// `0s` turns the periodic check off (kills are still followed).
-    #[serde(deserialize_with = "go_duration")]
+    #[serde(deserialize_with = "nri_integration::duration::go::deserialize")]
     pub exit_poll_interval: Duration,
     /// Name and version plugins see in Configure.
     pub runtime_name: String,
@@ -71,12 +71,6 @@ impl Default for Options {
             runtime_name: "nri-hostd".into(),
         }
     }
-}
-
-/// A Go duration string (`"500ms"`), as containerd writes durations.
-fn go_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(d)?;
-    nri_integration::duration::parse_go_duration(&text).map_err(serde::de::Error::custom)
 }
 
 /// Why the configuration cannot be used.

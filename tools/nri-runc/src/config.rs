@@ -44,15 +44,10 @@ pub struct Config {
     /// Policy when the daemon cannot be reached.
     pub on_unreachable: Unreachable,
     /// How long to wait for the daemon's answer (Go duration string).
-    #[serde(deserialize_with = "go_duration")]
+    #[serde(deserialize_with = "nri_integration::duration::go::deserialize")]
     pub timeout: Duration,
     /// Largest `config.json` accepted, in bytes.
     pub max_config_size: u64,
-}
-
-fn go_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(d)?;
-    nri_integration::duration::parse_go_duration(&text).map_err(serde::de::Error::custom)
 }
 
 impl Default for Config {

@@ -81,7 +81,7 @@ impl Plugin for Adjuster {
         _c: &Context,
         _p: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::Result<CreateContainerResult> {
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
         adjust.add_annotation("seen", &ctr.id);
         adjust.set_linux_memory_limit(1 << 28);
@@ -92,7 +92,7 @@ impl Plugin for Adjuster {
         _c: &Context,
         _p: &PodSandbox,
         _ctr: &Container,
-    ) -> nri_stub::Result<Vec<ContainerUpdate>> {
+    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         Ok(Vec::new())
     }
 }
