@@ -786,6 +786,40 @@ fn required_plugin_gates_container_creation() {
     assert_eq!(crictl.running_containers().unwrap(), [id]);
 }
 
+/// The default-validator sample as a pre-installed plugin, configured by its
+/// drop-in file, refuses a container whose required plugin is absent.
+#[test]
+fn default_validator_plugin_preinstalled_with_its_configuration() {
+    if !prepare() {
+        return;
+    }
+    let ctrd = Containerd::start(Options {
+        plugins: vec![(
+            "90-default-validator".into(),
+            bin("nri-default-validator").unwrap(),
+        )],
+        plugin_configs: vec![(
+            "90-default-validator.conf".into(),
+            "requiredPlugins:\n  - e2e-absent\n".into(),
+        )],
+        ..Options::default()
+    })
+    .unwrap();
+    let crictl = ctrd.crictl();
+    let pod = PodSpec::new("validated");
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let err = crictl
+        .try_create_container(&pod_id, &pod, &ContainerSpec::new("c0"))
+        .expect_err("the validator must refuse the container");
+    assert!(
+        err.stderr
+            .contains(r#"validation error: required plugin \"e2e-absent\" not present"#),
+        "{}",
+        err.stderr
+    );
+    assert!(crictl.call(&["ps", "-a", "-q"]).unwrap().is_empty());
+}
+
 // ---------------------------------------------------------------------------
 // Item 5: containerd restarted; plugins reconnect and resynchronize.
 
