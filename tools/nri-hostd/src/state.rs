@@ -99,7 +99,7 @@ impl State {
             path: path.display().to_string(),
             source,
         })?;
-        write_atomic(path, &bytes).map_err(io)
+        write_atomic(path, &bytes, false).map_err(io)
     }
 
     /// Ids of the containers (not sandboxes) of pod `pod`.
@@ -113,10 +113,18 @@ impl State {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file next to it (with
-/// the permissions of the file it replaces), synced, renamed over `path`,
-/// the directory synced. On failure `path` is untouched and the temporary
-/// file removed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// the permissions of the file it replaces), renamed over `path`; with
+/// `durable`, the file is synced before the rename and the directory after
+/// it, so that a power loss also leaves the old or the new contents. On
+/// failure `path` is untouched and the temporary file removed.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("config.json");
+/// nri_hostd::state::write_atomic(&path, b"{}", true).unwrap();
+/// assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+/// ```
+pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -133,9 +141,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             f.set_permissions(meta.permissions())?;
         }
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        if durable {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
