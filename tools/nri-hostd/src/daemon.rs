@@ -163,8 +163,9 @@ impl Domain for HostDomain {
 pub struct Hostd {
     nri: Nri,
     domain: Arc<HostDomain>,
-    /// Serializes lifecycle events.
-    ops: tokio::sync::Mutex<()>,
+    /// Serializes lifecycle events (in the order their requests arrived:
+    /// tokio's mutex is fair).
+    ops: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Errors of starting the daemon.
@@ -202,7 +203,7 @@ impl Hostd {
         Ok(Hostd {
             nri,
             domain,
-            ops: tokio::sync::Mutex::new(()),
+            ops: Arc::new(tokio::sync::Mutex::new(())),
         })
     }
 
@@ -231,21 +232,31 @@ impl Hostd {
                 runtime,
                 spec,
             } => self.create(id, bundle, runtime, spec).await,
-            Request::Created { id, ok } => self.created(&id, ok).await,
+            Request::Created { id, ok } => {
+                self.in_order(move |me| async move { me.created(&id, ok).await })
+                    .await
+            }
             Request::Start { id } => self.start_container(&id).await,
-            Request::Started { id, ok } => self.started(&id, ok).await,
+            Request::Started { id, ok } => {
+                self.in_order(move |me| async move { me.started(&id, ok).await })
+                    .await
+            }
             Request::Killed { id } => {
                 self.follow_kill(id);
                 Response::Ok
             }
             Request::Deleted { id } => {
-                let _ops = self.ops.lock().await;
-                let _sync = self.nri.block_plugin_sync().await;
-                self.deleted(&id).await;
-                Response::Ok
+                self.in_order(move |me| async move {
+                    let _sync = me.nri.block_plugin_sync().await;
+                    me.deleted(&id).await;
+                })
+                .await
             }
             Request::Update { id, resources } => self.update(&id, resources).await,
-            Request::Updated { id, ok } => self.updated(&id, ok).await,
+            Request::Updated { id, ok } => {
+                self.in_order(move |me| async move { me.updated(&id, ok).await })
+                    .await
+            }
             Request::Paused { id, paused } => {
                 if self.domain.record(&id).is_some() {
                     let s = if paused {
@@ -258,6 +269,25 @@ impl Hostd {
                 Response::Ok
             }
         }
+    }
+
+    /// Runs `work` for a notification after everything that arrived before
+    /// it and before everything that arrives later, without making the
+    /// wrapper wait: the turn is taken now, the work done in the
+    /// background, and the wrapper answered at once. The runtime command
+    /// has already run; nothing the plugins say can change it.
+    async fn in_order<F, Fut>(self: &Arc<Self>, work: F) -> Response
+    where
+        F: FnOnce(Arc<Self>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let turn = self.ops.clone().lock_owned().await;
+        let me = self.clone();
+        tokio::spawn(async move {
+            let _turn = turn;
+            work(me).await;
+        });
+        Response::Ok
     }
 
     async fn create(
@@ -332,10 +362,14 @@ impl Hostd {
         let original = spec.clone();
         let outcome = match self.nri.create_container(&pod, &ctr).await {
             Ok(created) => {
-                let adjust = created.adjust.unwrap_or_default();
-                Generator::new(&mut spec)
-                    .adjust(&adjust)
-                    .map_err(|e| format!("cannot apply the NRI adjustment: {e}"))
+                match created.adjust {
+                    // Nothing to change: the spec (and config.json) stays as is.
+                    None => Ok(()),
+                    Some(adjust) if adjust == nri_api::ContainerAdjustment::default() => Ok(()),
+                    Some(adjust) => Generator::new(&mut spec)
+                        .adjust(&adjust)
+                        .map_err(|e| format!("cannot apply the NRI adjustment: {e}")),
+                }
             }
             Err(e) => Err(e.to_string()),
         };
@@ -374,10 +408,10 @@ impl Hostd {
         Some((pod, rec))
     }
 
-    async fn created(&self, id: &str, ok: bool) -> Response {
-        let _ops = self.ops.lock().await;
+    /// The caller holds `ops`.
+    async fn created(&self, id: &str, ok: bool) {
         let Some((pod, rec)) = self.pod_and_container(id) else {
-            return Response::Ok;
+            return;
         };
         if ok {
             if !rec.sandbox {
@@ -389,7 +423,6 @@ impl Hostd {
             let _sync = self.nri.block_plugin_sync().await;
             self.deleted(id).await;
         }
-        Response::Ok
     }
 
     async fn start_container(&self, id: &str) -> Response {
@@ -409,17 +442,16 @@ impl Hostd {
         Response::Ok
     }
 
-    async fn started(&self, id: &str, ok: bool) -> Response {
-        let _ops = self.ops.lock().await;
+    /// The caller holds `ops`.
+    async fn started(&self, id: &str, ok: bool) {
         let Some((pod, rec)) = self.pod_and_container(id) else {
-            return Response::Ok;
+            return;
         };
         if ok && !rec.sandbox {
             if let Err(e) = self.nri.post_start_container(&pod, &rec.container).await {
                 tracing::warn!(container = %id, error = %e, "NRI PostStartContainer failed");
             }
         }
-        Response::Ok
     }
 
     /// Follows a killed container until it stops (or the time is up).
@@ -531,17 +563,16 @@ impl Hostd {
         }
     }
 
-    async fn updated(&self, id: &str, ok: bool) -> Response {
-        let _ops = self.ops.lock().await;
+    /// The caller holds `ops`.
+    async fn updated(&self, id: &str, ok: bool) {
         let Some((pod, rec)) = self.pod_and_container(id) else {
-            return Response::Ok;
+            return;
         };
         if ok && !rec.sandbox {
             if let Err(e) = self.nri.post_update_container(&pod, &rec.container).await {
                 tracing::warn!(container = %id, error = %e, "NRI PostUpdateContainer failed");
             }
         }
-        Response::Ok
     }
 
     /// Checks the containers believed running against the real runtimes:
