@@ -365,7 +365,7 @@ impl Hostd {
                 match created.adjust {
                     // Nothing to change: the spec (and config.json) stays as is.
                     None => Ok(()),
-                    Some(adjust) if adjust == nri_api::ContainerAdjustment::default() => Ok(()),
+                    Some(adjust) if changes_nothing(&adjust) => Ok(()),
                     Some(adjust) => Generator::new(&mut spec)
                         .adjust(&adjust)
                         .map_err(|e| format!("cannot apply the NRI adjustment: {e}")),
@@ -619,6 +619,32 @@ impl Hostd {
     }
 }
 
+/// Whether an adjustment is empty, also when it holds empty parts (the
+/// adaptation returns empty `hooks`, `linux.resources.cpu`, ... when no
+/// plugin changed anything; applied, they would only add empty objects to
+/// the spec and make the wrapper rewrite `config.json` for nothing). Only
+/// structural parts are dropped: a value set on purpose, even zero (an
+/// `Optional*` wrapper), is a change.
+fn changes_nothing(adjust: &nri_api::ContainerAdjustment) -> bool {
+    fn none_if_default<T: Default + PartialEq>(v: &mut Option<T>) {
+        if v.as_ref().is_some_and(|x| *x == T::default()) {
+            *v = None;
+        }
+    }
+    let mut a = adjust.clone();
+    none_if_default(&mut a.hooks);
+    if let Some(linux) = &mut a.linux {
+        if let Some(r) = &mut linux.resources {
+            none_if_default(&mut r.memory);
+            none_if_default(&mut r.cpu);
+            none_if_default(&mut r.pids);
+        }
+        none_if_default(&mut linux.resources);
+    }
+    none_if_default(&mut a.linux);
+    a == nri_api::ContainerAdjustment::default()
+}
+
 /// Keeps of `state` only what the real runtimes still have, with the
 /// statuses they report. Containers of a runtime that cannot be listed are
 /// kept as they are.
@@ -669,4 +695,156 @@ pub async fn reconcile(mut state: State) -> State {
                 .any(|c| !c.sandbox && c.container.pod_sandbox_id == *id)
     });
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostdConfig;
+
+    /// A daemon with NRI running (no plugins, no external connections),
+    /// its state file in `dir`.
+    async fn hostd(dir: &Path) -> Arc<Hostd> {
+        let mut config = HostdConfig::default();
+        config.nri.disable_connections = true;
+        config.nri.plugin_path = dir.join("plugins");
+        config.nri.plugin_config_path = dir.join("conf.d");
+        config.hostd.state_file = dir.join("state.json");
+        Arc::new(Hostd::start(config).await.unwrap())
+    }
+
+    fn create(id: &str, spec: Value) -> Request {
+        Request::Create {
+            id: id.into(),
+            bundle: "/b".into(),
+            runtime: RuntimeRef {
+                path: "/nonexistent/runc".into(),
+                global_args: vec![],
+            },
+            spec,
+        }
+    }
+
+    /// Waits until the background work of earlier requests is done.
+    async fn settle(h: &Hostd) {
+        drop(h.ops.lock().await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn own_pod_lives_and_dies_with_its_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hostd(dir.path()).await;
+        let spec = json!({"hostname": "web", "process": {"args": ["sh"]}});
+        let created = h.handle(create("c1", spec)).await;
+        assert!(
+            matches!(created, Response::Spec { spec: None }),
+            "{created:?}"
+        );
+        h.handle(Request::Created {
+            id: "c1".into(),
+            ok: true,
+        })
+        .await;
+        h.handle(Request::Start { id: "c1".into() }).await;
+        settle(&h).await;
+        let saved = State::load(&dir.path().join("state.json")).unwrap();
+        assert_eq!(saved.pods["c1"].pod.name, "web");
+        assert_eq!(
+            saved.containers["c1"].container.state,
+            ContainerState::ContainerRunning as i32
+        );
+        // A second create of the same id is refused.
+        assert!(matches!(
+            h.handle(create("c1", json!({}))).await,
+            Response::Error { .. }
+        ));
+        h.handle(Request::Deleted { id: "c1".into() }).await;
+        settle(&h).await;
+        let saved = State::load(&dir.path().join("state.json")).unwrap();
+        assert!(saved.pods.is_empty() && saved.containers.is_empty());
+        // Unknown containers are fine: created while the daemon was away.
+        assert!(matches!(
+            h.handle(Request::Start { id: "zz".into() }).await,
+            Response::Ok
+        ));
+        h.stop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn failed_real_create_forgets_the_container_and_its_pod() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hostd(dir.path()).await;
+        h.handle(create("c1", json!({}))).await;
+        h.handle(Request::Created {
+            id: "c1".into(),
+            ok: false,
+        })
+        .await;
+        settle(&h).await;
+        assert_eq!(h.domain().snapshot(), State::default());
+        h.stop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sandbox_pods_outlive_their_members_until_the_sandbox_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hostd(dir.path()).await;
+        let sandbox = json!({"annotations": {"io.kubernetes.cri.container-type": "sandbox",
+            "io.kubernetes.cri.sandbox-name": "nginx"}});
+        let member = json!({"annotations": {"io.kubernetes.cri.container-type": "container",
+            "io.kubernetes.cri.sandbox-id": "sb", "io.kubernetes.cri.container-name": "app"}});
+        h.handle(create("sb", sandbox)).await;
+        h.handle(create("app", member)).await;
+        let listed = h.domain().list_containers().await;
+        assert_eq!(listed.len(), 1, "the sandbox is not a container");
+        assert_eq!(listed[0].pod_sandbox_id, "sb");
+        h.handle(Request::Deleted { id: "app".into() }).await;
+        settle(&h).await;
+        assert_eq!(h.domain().list_pod_sandboxes().await.len(), 1);
+        h.handle(Request::Deleted { id: "sb".into() }).await;
+        settle(&h).await;
+        assert!(h.domain().list_pod_sandboxes().await.is_empty());
+        h.stop().await;
+    }
+
+    #[test]
+    fn empty_parts_change_nothing_but_values_do() {
+        let mut a = nri_api::ContainerAdjustment {
+            hooks: Some(Default::default()),
+            linux: Some(nri_api::LinuxContainerAdjustment {
+                resources: Some(nri_api::LinuxResources {
+                    cpu: Some(Default::default()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(changes_nothing(&a));
+        a.linux.as_mut().unwrap().oom_score_adj = Some(nri_api::OptionalInt { value: 0 });
+        assert!(!changes_nothing(&a), "a zero set on purpose is a change");
+        let mut b = nri_api::ContainerAdjustment::default();
+        b.add_env("A", "");
+        assert!(!changes_nothing(&b));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn reconcile_keeps_what_an_unlistable_runtime_has() {
+        // The runtime cannot be run: nothing is dropped.
+        let mut state = crate::state::one_pod_one_container("/nonexistent/runc");
+        state.pods.insert(
+            "empty".into(),
+            PodRecord {
+                pod: PodSandbox::default(),
+                sandbox: Some("gone".into()),
+            },
+        );
+        let out = reconcile(state).await;
+        assert!(out.containers.contains_key("c"));
+        assert!(out.pods.contains_key("p"));
+        assert!(
+            !out.pods.contains_key("empty"),
+            "a pod with nothing left goes"
+        );
+    }
 }

@@ -156,6 +156,40 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result
     result
 }
 
+/// A state with pod `p` and its container `c` created with `runtime`.
+#[cfg(test)]
+pub(crate) fn one_pod_one_container(runtime: &str) -> State {
+    let mut s = State::default();
+    s.pods.insert(
+        "p".into(),
+        PodRecord {
+            pod: PodSandbox {
+                id: "p".into(),
+                ..Default::default()
+            },
+            sandbox: None,
+        },
+    );
+    s.containers.insert(
+        "c".into(),
+        ContainerRecord {
+            container: Container {
+                id: "c".into(),
+                pod_sandbox_id: "p".into(),
+                ..Default::default()
+            },
+            runtime: RuntimeRef {
+                path: runtime.into(),
+                global_args: vec![],
+            },
+            bundle: "/b".into(),
+            spec: serde_json::json!({"a": 1}),
+            sandbox: false,
+        },
+    );
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,31 +199,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/state.json");
         assert_eq!(State::load(&path).unwrap(), State::default());
-        let mut s = State::default();
-        s.pods.insert(
-            "p".into(),
-            PodRecord {
-                pod: PodSandbox {
-                    id: "p".into(),
-                    ..Default::default()
-                },
-                sandbox: None,
-            },
-        );
-        s.containers.insert(
-            "c".into(),
-            ContainerRecord {
-                container: Container {
-                    id: "c".into(),
-                    pod_sandbox_id: "p".into(),
-                    ..Default::default()
-                },
-                runtime: RuntimeRef::default(),
-                bundle: "/b".into(),
-                spec: serde_json::json!({"a": 1}),
-                sandbox: false,
-            },
-        );
+        let s = one_pod_one_container("/nonexistent/runc");
         s.save(&path).unwrap();
         assert_eq!(State::load(&path).unwrap(), s);
         assert_eq!(s.members("p"), ["c"]);
