@@ -30,6 +30,8 @@ pub struct HostDomain {
     state: Mutex<State>,
     state_file: PathBuf,
     scratch: PathBuf,
+    /// Set by every change; the saver task writes the state file.
+    dirty: tokio::sync::Notify,
 }
 
 impl HostDomain {
@@ -44,6 +46,7 @@ impl HostDomain {
             state: Mutex::new(state),
             state_file: state_file.to_path_buf(),
             scratch,
+            dirty: tokio::sync::Notify::new(),
         }
     }
 
@@ -51,15 +54,37 @@ impl HostDomain {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Changes the state and saves it (a failed save is logged: the
-    /// in-memory state stays right, a restart would lose the change).
+    /// Changes the state; the saver task writes it to the state file right
+    /// after, in the background (changes made meanwhile are written
+    /// together).
     fn change<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        let mut state = self.lock();
-        let out = f(&mut state);
+        let out = f(&mut self.lock());
+        self.dirty.notify_one();
+        out
+    }
+
+    /// Writes the current state to the state file now (a failed write is
+    /// logged: the in-memory state stays right, a restart would lose the
+    /// change). The state is copied under the lock and written outside it.
+    pub fn save_now(&self) {
+        let state = self.snapshot();
         if let Err(e) = state.save(&self.state_file) {
             tracing::error!(error = %e, "cannot save the state file");
         }
-        out
+    }
+
+    /// Saves the state file after every change, until aborted.
+    async fn saver(self: Arc<Self>) {
+        loop {
+            self.dirty.notified().await;
+            let me = self.clone();
+            if tokio::task::spawn_blocking(move || me.save_now())
+                .await
+                .is_err()
+            {
+                tracing::error!("the state file writer panicked");
+            }
+        }
     }
 
     /// A copy of the current state.
@@ -163,6 +188,7 @@ impl Domain for HostDomain {
 pub struct Hostd {
     nri: Nri,
     domain: Arc<HostDomain>,
+    saver: tokio::task::JoinHandle<()>,
     /// Serializes lifecycle events (in the order their requests arrived:
     /// tokio's mutex is fair).
     ops: Arc<tokio::sync::Mutex<()>>,
@@ -200,9 +226,11 @@ impl Hostd {
             .build();
         nri.register_domain(domain.clone())?;
         nri.start().await?;
+        let saver = tokio::spawn(domain.clone().saver());
         Ok(Hostd {
             nri,
             domain,
+            saver,
             ops: Arc::new(tokio::sync::Mutex::new(())),
         })
     }
@@ -217,9 +245,12 @@ impl Hostd {
         &self.domain
     }
 
-    /// Stops NRI (plugins get Shutdown; launched ones end).
+    /// Stops NRI (plugins get Shutdown; launched ones end) and writes the
+    /// state file a last time.
     pub async fn stop(&self) {
         self.nri.stop().await;
+        self.saver.abort();
+        self.domain.save_now();
     }
 
     /// Handles one request of the wrapper.
@@ -747,6 +778,7 @@ mod tests {
         .await;
         h.handle(Request::Start { id: "c1".into() }).await;
         settle(&h).await;
+        h.domain().save_now();
         let saved = State::load(&dir.path().join("state.json")).unwrap();
         assert_eq!(saved.pods["c1"].pod.name, "web");
         assert_eq!(
@@ -760,7 +792,15 @@ mod tests {
         ));
         h.handle(Request::Deleted { id: "c1".into() }).await;
         settle(&h).await;
-        let saved = State::load(&dir.path().join("state.json")).unwrap();
+        // Written by the saver task, soon.
+        let path = dir.path().join("state.json");
+        for _ in 0..200 {
+            if State::load(&path).unwrap().containers.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let saved = State::load(&path).unwrap();
         assert!(saved.pods.is_empty() && saved.containers.is_empty());
         // Unknown containers are fine: created while the daemon was away.
         assert!(matches!(
