@@ -53,6 +53,33 @@ fn mkdir(path: &Path) -> Result<()> {
     fs::create_dir_all(path).map_err(|e| E2eError::io(format!("create {}", path.display()), e))
 }
 
+/// An OCI bundle `<dir>/bundle` of the busybox image (`umoci unpack`), its
+/// process `args`, without a terminal: for driving a runtime directly.
+pub fn busybox_bundle(dir: &Path, args: &[&str]) -> Result<PathBuf> {
+    let bundle = dir.join("bundle");
+    let archive = image::busybox()?;
+    let layout = format!("{}:b", dir.join("layout").display());
+    run(Command::new("skopeo").args([
+        "copy",
+        "--quiet",
+        &format!("docker-archive:{}", archive.path.display()),
+        &format!("oci:{layout}"),
+    ]))?;
+    run(Command::new("umoci")
+        .args(["unpack", "--image", &layout])
+        .arg(&bundle))?;
+    let config = bundle.join("config.json");
+    let text = fs::read(&config).map_err(|e| E2eError::io("read config.json", e))?;
+    let mut spec: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| E2eError::Unsupported(format!("umoci wrote a bad config.json: {e}")))?;
+    spec["process"]["args"] = serde_json::json!(args);
+    spec["process"]["terminal"] = false.into();
+    let text = serde_json::to_vec_pretty(&spec)
+        .map_err(|e| E2eError::Unsupported(format!("config.json: {e}")))?;
+    fs::write(&config, text).map_err(|e| E2eError::io("write config.json", e))?;
+    Ok(bundle)
+}
+
 /// A running `nri-hostd` with its paths under `<dir>/hostd`.
 #[derive(Debug)]
 pub struct Hostd {
@@ -60,6 +87,8 @@ pub struct Hostd {
     pub daemon: Option<Daemon>,
     /// How often it was started.
     starts: u32,
+    /// Its log filter (`NRI_HOSTD_LOG`): `debug`, unless changed.
+    pub log_filter: String,
     /// Its configuration file.
     pub config: PathBuf,
     /// The control socket.
@@ -104,6 +133,7 @@ impl Hostd {
         Ok(Hostd {
             daemon: None,
             starts: 0,
+            log_filter: "debug".into(),
             config,
             control_socket,
             nri_socket,
@@ -133,7 +163,7 @@ impl Hostd {
             "nri-hostd",
             &bin,
             &["--config", &config],
-            &[("NRI_HOSTD_LOG", "debug".as_ref())],
+            &[("NRI_HOSTD_LOG", self.log_filter.as_ref())],
             &self
                 .config
                 .with_file_name(format!("hostd.{}.log", self.starts)),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nri_e2e::host::{prepare as host_prepare, run, wait_for};
 use nri_e2e::plugins::{bin, logged_events, start_external};
-use nri_e2e::podman::{binaries, Hostd, Podman, PACKAGES, WAIT};
+use nri_e2e::podman::{binaries, busybox_bundle, Hostd, Podman, PACKAGES, WAIT};
 
 fn prepare() -> bool {
     host_prepare("podman", PACKAGES)
@@ -70,6 +70,32 @@ fn logged_until_removal(log: &Path) -> Vec<String> {
         (events.last().map(String::as_str) == Some("RemovePodSandbox")).then_some(events)
     })
     .unwrap()
+}
+
+/// Waits until the container's process 1 has `entry` in its environment
+/// (read with `podman exec`).
+fn wait_for_env(podman: &Podman, id: &str, entry: &str) {
+    wait_for(
+        &format!("{entry} in the container"),
+        Duration::from_secs(10),
+        || {
+            let environ = podman.cat(id, "/proc/1/environ").ok()?;
+            environ.contains(entry).then_some(())
+        },
+    )
+    .unwrap();
+}
+
+/// The soft and hard `nofile` limits of the container's process 1, from
+/// `/proc/1/limits` read with `podman exec`.
+fn nofile(podman: &Podman, id: &str) -> (String, String) {
+    let limits = podman.cat(id, "/proc/1/limits").unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (fields[3].to_owned(), fields[4].to_owned())
 }
 
 /// The real runtime's view of a container (`runc state`).
@@ -151,25 +177,8 @@ fn samples_adjust_podman_containers_and_see_the_lifecycle() {
         ])
         .unwrap();
 
-    wait_for(
-        "NRI_LOGGER in the container's process",
-        Duration::from_secs(10),
-        || {
-            let environ = podman.cat(&id, "/proc/1/environ").ok()?;
-            environ.contains("NRI_LOGGER=logger-pid-").then_some(())
-        },
-    )
-    .unwrap();
-    let limits = podman.cat(&id, "/proc/1/limits").unwrap();
-    let nofile = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .unwrap();
-    assert_eq!(
-        nofile.split_whitespace().collect::<Vec<_>>()[3..5],
-        ["8192", "16384"],
-        "{nofile}"
-    );
+    wait_for_env(&podman, &id, "NRI_LOGGER=logger-pid-");
+    assert_eq!(nofile(&podman, &id), ("8192".into(), "16384".into()));
     let state = runc_state(&id);
     assert!(
         state["annotations"]["logger.nri-rs.dev/seen"]
@@ -342,25 +351,9 @@ fn runc_command_line_without_podman() {
     let (_logger, log) = start_logger(dir.path(), &hostd);
     let (_, wrapper) = binaries().unwrap();
     let root = dir.path().join("runc-root");
-    let bundle = dir.path().join("bundle");
-    let archive = nri_e2e::image::busybox().unwrap();
-    let layout = format!("{}:b", dir.path().join("layout").display());
-    run(Command::new("skopeo").args([
-        "copy",
-        "--quiet",
-        &format!("docker-archive:{}", archive.path.display()),
-        &format!("oci:{layout}"),
-    ]))
-    .unwrap();
-    run(Command::new("umoci")
-        .args(["unpack", "--image", &layout])
-        .arg(&bundle))
-    .unwrap();
+    let bundle = busybox_bundle(dir.path(), &["sleep", "1000"]).unwrap();
     let config = bundle.join("config.json");
-    let mut spec: serde_json::Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
-    spec["process"]["args"] = serde_json::json!(["sleep", "1000"]);
-    spec["process"]["terminal"] = false.into();
-    fs::write(&config, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+    let spec: serde_json::Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
 
     let env = [("NRI_RUNC_CONFIG", dir.path().join("nri-runc.toml"))];
     fs::write(
@@ -465,4 +458,75 @@ fn runc_command_line_without_podman() {
     ];
     expected.extend_from_slice(LIFECYCLE);
     assert_eq!(logged_until_removal(&log), expected);
+}
+
+/// The Go reference plugin (`nri-ref-plugin` of the interop harness, on the
+/// official Go stub): its environment variable, annotation and rlimit
+/// inside the running podman container, and its own lifecycle log; then, as
+/// a rejecting validator, `podman run` failing with its reason.
+#[test]
+fn go_reference_plugin_adjusts_and_rejects_podman_containers() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hostd = Hostd::start(dir.path(), "").unwrap();
+    let go_plugin = nri_interop::harness_bin("nri-ref-plugin");
+    let start = |name: &str, idx: &str, config: serde_json::Value| {
+        let file = nri_interop::write_json(dir.path(), &format!("{name}.json"), &config).unwrap();
+        let log = dir.path().join(format!("{name}.jsonl"));
+        let socket = hostd.nri_socket.to_string_lossy().into_owned();
+        let (f, l) = (
+            file.to_string_lossy().into_owned(),
+            log.to_string_lossy().into_owned(),
+        );
+        let args = [
+            "-name", name, "-idx", idx, "-socket", &socket, "-config", &f, "-log", &l,
+        ];
+        let process = start_external(name, &go_plugin, &args, dir.path()).unwrap();
+        hostd.wait_registered(&format!("{idx}-{name}")).unwrap();
+        (process, log)
+    };
+    let (_adjuster, log) = start(
+        "goref",
+        "30",
+        serde_json::json!({"adjust": {
+            "env": [{"key": "GO_NRI", "value": "reference"}],
+            "annotations": {"go.nri-rs.dev/ref": "yes"},
+            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 12345, "soft": 6789}]
+        }}),
+    );
+    let podman = Podman::with_busybox(dir.path()).unwrap();
+    let id = podman
+        .run_detached(&[Podman::BUSYBOX, "sleep", "1000"])
+        .unwrap();
+    wait_for_env(&podman, &id, "GO_NRI=reference");
+    assert_eq!(nofile(&podman, &id), ("6789".into(), "12345".into()));
+    assert_eq!(runc_state(&id)["annotations"]["go.nri-rs.dev/ref"], "yes");
+    podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
+    let events = wait_for("the Go plugin to see the removal", WAIT, || {
+        let events = nri_interop::read_event_log(&log).ok()?;
+        nri_interop::event_names(&events)
+            .contains(&"RemovePodSandbox")
+            .then_some(events)
+    })
+    .unwrap();
+    let lifecycle: Vec<&str> = nri_interop::event_names(&events)
+        .into_iter()
+        .filter(|e| LIFECYCLE.contains(e))
+        .collect();
+    assert_eq!(lifecycle, LIFECYCLE);
+
+    let (_validator, _) = start(
+        "gogate",
+        "90",
+        serde_json::json!({"reject": true, "reason": "the Go gate says no"}),
+    );
+    let out = podman.run(&["--rm", Podman::BUSYBOX, "true"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("the Go gate says no"),
+        "{}",
+        stderr(&out)
+    );
 }

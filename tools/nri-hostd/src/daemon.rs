@@ -30,6 +30,8 @@ pub struct HostDomain {
     state: Mutex<State>,
     state_file: PathBuf,
     scratch: PathBuf,
+    /// Set by every change; the saver task writes the state file.
+    dirty: tokio::sync::Notify,
 }
 
 impl HostDomain {
@@ -44,6 +46,7 @@ impl HostDomain {
             state: Mutex::new(state),
             state_file: state_file.to_path_buf(),
             scratch,
+            dirty: tokio::sync::Notify::new(),
         }
     }
 
@@ -51,15 +54,37 @@ impl HostDomain {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Changes the state and saves it (a failed save is logged: the
-    /// in-memory state stays right, a restart would lose the change).
+    /// Changes the state; the saver task writes it to the state file right
+    /// after, in the background (changes made meanwhile are written
+    /// together).
     fn change<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        let mut state = self.lock();
-        let out = f(&mut state);
+        let out = f(&mut self.lock());
+        self.dirty.notify_one();
+        out
+    }
+
+    /// Writes the current state to the state file now (a failed write is
+    /// logged: the in-memory state stays right, a restart would lose the
+    /// change). The state is copied under the lock and written outside it.
+    pub fn save_now(&self) {
+        let state = self.snapshot();
         if let Err(e) = state.save(&self.state_file) {
             tracing::error!(error = %e, "cannot save the state file");
         }
-        out
+    }
+
+    /// Saves the state file after every change, until aborted.
+    async fn saver(self: Arc<Self>) {
+        loop {
+            self.dirty.notified().await;
+            let me = self.clone();
+            if tokio::task::spawn_blocking(move || me.save_now())
+                .await
+                .is_err()
+            {
+                tracing::error!("the state file writer panicked");
+            }
+        }
     }
 
     /// A copy of the current state.
@@ -163,8 +188,10 @@ impl Domain for HostDomain {
 pub struct Hostd {
     nri: Nri,
     domain: Arc<HostDomain>,
-    /// Serializes lifecycle events.
-    ops: tokio::sync::Mutex<()>,
+    saver: tokio::task::JoinHandle<()>,
+    /// Serializes lifecycle events (in the order their requests arrived:
+    /// tokio's mutex is fair).
+    ops: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Errors of starting the daemon.
@@ -199,10 +226,12 @@ impl Hostd {
             .build();
         nri.register_domain(domain.clone())?;
         nri.start().await?;
+        let saver = tokio::spawn(domain.clone().saver());
         Ok(Hostd {
             nri,
             domain,
-            ops: tokio::sync::Mutex::new(()),
+            saver,
+            ops: Arc::new(tokio::sync::Mutex::new(())),
         })
     }
 
@@ -216,9 +245,12 @@ impl Hostd {
         &self.domain
     }
 
-    /// Stops NRI (plugins get Shutdown; launched ones end).
+    /// Stops NRI (plugins get Shutdown; launched ones end) and writes the
+    /// state file a last time.
     pub async fn stop(&self) {
         self.nri.stop().await;
+        self.saver.abort();
+        self.domain.save_now();
     }
 
     /// Handles one request of the wrapper.
@@ -231,21 +263,31 @@ impl Hostd {
                 runtime,
                 spec,
             } => self.create(id, bundle, runtime, spec).await,
-            Request::Created { id, ok } => self.created(&id, ok).await,
+            Request::Created { id, ok } => {
+                self.in_order(move |me| async move { me.created(&id, ok).await })
+                    .await
+            }
             Request::Start { id } => self.start_container(&id).await,
-            Request::Started { id, ok } => self.started(&id, ok).await,
+            Request::Started { id, ok } => {
+                self.in_order(move |me| async move { me.started(&id, ok).await })
+                    .await
+            }
             Request::Killed { id } => {
                 self.follow_kill(id);
                 Response::Ok
             }
             Request::Deleted { id } => {
-                let _ops = self.ops.lock().await;
-                let _sync = self.nri.block_plugin_sync().await;
-                self.deleted(&id).await;
-                Response::Ok
+                self.in_order(move |me| async move {
+                    let _sync = me.nri.block_plugin_sync().await;
+                    me.deleted(&id).await;
+                })
+                .await
             }
             Request::Update { id, resources } => self.update(&id, resources).await,
-            Request::Updated { id, ok } => self.updated(&id, ok).await,
+            Request::Updated { id, ok } => {
+                self.in_order(move |me| async move { me.updated(&id, ok).await })
+                    .await
+            }
             Request::Paused { id, paused } => {
                 if self.domain.record(&id).is_some() {
                     let s = if paused {
@@ -258,6 +300,25 @@ impl Hostd {
                 Response::Ok
             }
         }
+    }
+
+    /// Runs `work` for a notification after everything that arrived before
+    /// it and before everything that arrives later, without making the
+    /// wrapper wait: the turn is taken now, the work done in the
+    /// background, and the wrapper answered at once. The runtime command
+    /// has already run; nothing the plugins say can change it.
+    async fn in_order<F, Fut>(self: &Arc<Self>, work: F) -> Response
+    where
+        F: FnOnce(Arc<Self>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let turn = self.ops.clone().lock_owned().await;
+        let me = self.clone();
+        tokio::spawn(async move {
+            let _turn = turn;
+            work(me).await;
+        });
+        Response::Ok
     }
 
     async fn create(
@@ -332,10 +393,14 @@ impl Hostd {
         let original = spec.clone();
         let outcome = match self.nri.create_container(&pod, &ctr).await {
             Ok(created) => {
-                let adjust = created.adjust.unwrap_or_default();
-                Generator::new(&mut spec)
-                    .adjust(&adjust)
-                    .map_err(|e| format!("cannot apply the NRI adjustment: {e}"))
+                match created.adjust {
+                    // Nothing to change: the spec (and config.json) stays as is.
+                    None => Ok(()),
+                    Some(adjust) if changes_nothing(&adjust) => Ok(()),
+                    Some(adjust) => Generator::new(&mut spec)
+                        .adjust(&adjust)
+                        .map_err(|e| format!("cannot apply the NRI adjustment: {e}")),
+                }
             }
             Err(e) => Err(e.to_string()),
         };
@@ -374,10 +439,10 @@ impl Hostd {
         Some((pod, rec))
     }
 
-    async fn created(&self, id: &str, ok: bool) -> Response {
-        let _ops = self.ops.lock().await;
+    /// The caller holds `ops`.
+    async fn created(&self, id: &str, ok: bool) {
         let Some((pod, rec)) = self.pod_and_container(id) else {
-            return Response::Ok;
+            return;
         };
         if ok {
             if !rec.sandbox {
@@ -389,7 +454,6 @@ impl Hostd {
             let _sync = self.nri.block_plugin_sync().await;
             self.deleted(id).await;
         }
-        Response::Ok
     }
 
     async fn start_container(&self, id: &str) -> Response {
@@ -409,17 +473,16 @@ impl Hostd {
         Response::Ok
     }
 
-    async fn started(&self, id: &str, ok: bool) -> Response {
-        let _ops = self.ops.lock().await;
+    /// The caller holds `ops`.
+    async fn started(&self, id: &str, ok: bool) {
         let Some((pod, rec)) = self.pod_and_container(id) else {
-            return Response::Ok;
+            return;
         };
         if ok && !rec.sandbox {
             if let Err(e) = self.nri.post_start_container(&pod, &rec.container).await {
                 tracing::warn!(container = %id, error = %e, "NRI PostStartContainer failed");
             }
         }
-        Response::Ok
     }
 
     /// Follows a killed container until it stops (or the time is up).
@@ -531,17 +594,16 @@ impl Hostd {
         }
     }
 
-    async fn updated(&self, id: &str, ok: bool) -> Response {
-        let _ops = self.ops.lock().await;
+    /// The caller holds `ops`.
+    async fn updated(&self, id: &str, ok: bool) {
         let Some((pod, rec)) = self.pod_and_container(id) else {
-            return Response::Ok;
+            return;
         };
         if ok && !rec.sandbox {
             if let Err(e) = self.nri.post_update_container(&pod, &rec.container).await {
                 tracing::warn!(container = %id, error = %e, "NRI PostUpdateContainer failed");
             }
         }
-        Response::Ok
     }
 
     /// Checks the containers believed running against the real runtimes:
@@ -586,6 +648,32 @@ impl Hostd {
             }
         }
     }
+}
+
+/// Whether an adjustment is empty, also when it holds empty parts (the
+/// adaptation returns empty `hooks`, `linux.resources.cpu`, ... when no
+/// plugin changed anything; applied, they would only add empty objects to
+/// the spec and make the wrapper rewrite `config.json` for nothing). Only
+/// structural parts are dropped: a value set on purpose, even zero (an
+/// `Optional*` wrapper), is a change.
+fn changes_nothing(adjust: &nri_api::ContainerAdjustment) -> bool {
+    fn none_if_default<T: Default + PartialEq>(v: &mut Option<T>) {
+        if v.as_ref().is_some_and(|x| *x == T::default()) {
+            *v = None;
+        }
+    }
+    let mut a = adjust.clone();
+    none_if_default(&mut a.hooks);
+    if let Some(linux) = &mut a.linux {
+        if let Some(r) = &mut linux.resources {
+            none_if_default(&mut r.memory);
+            none_if_default(&mut r.cpu);
+            none_if_default(&mut r.pids);
+        }
+        none_if_default(&mut linux.resources);
+    }
+    none_if_default(&mut a.linux);
+    a == nri_api::ContainerAdjustment::default()
 }
 
 /// Keeps of `state` only what the real runtimes still have, with the
@@ -638,4 +726,165 @@ pub async fn reconcile(mut state: State) -> State {
                 .any(|c| !c.sandbox && c.container.pod_sandbox_id == *id)
     });
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostdConfig;
+
+    /// A daemon with NRI running (no plugins, no external connections),
+    /// its state file in `dir`.
+    async fn hostd(dir: &Path) -> Arc<Hostd> {
+        let mut config = HostdConfig::default();
+        config.nri.disable_connections = true;
+        config.nri.plugin_path = dir.join("plugins");
+        config.nri.plugin_config_path = dir.join("conf.d");
+        config.hostd.state_file = dir.join("state.json");
+        Arc::new(Hostd::start(config).await.unwrap())
+    }
+
+    fn create(id: &str, spec: Value) -> Request {
+        Request::Create {
+            id: id.into(),
+            bundle: "/b".into(),
+            runtime: RuntimeRef {
+                path: "/nonexistent/runc".into(),
+                global_args: vec![],
+            },
+            spec,
+        }
+    }
+
+    /// Waits until the background work of earlier requests is done.
+    async fn settle(h: &Hostd) {
+        drop(h.ops.lock().await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn own_pod_lives_and_dies_with_its_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hostd(dir.path()).await;
+        let spec = json!({"hostname": "web", "process": {"args": ["sh"]}});
+        let created = h.handle(create("c1", spec)).await;
+        assert!(
+            matches!(created, Response::Spec { spec: None }),
+            "{created:?}"
+        );
+        h.handle(Request::Created {
+            id: "c1".into(),
+            ok: true,
+        })
+        .await;
+        h.handle(Request::Start { id: "c1".into() }).await;
+        settle(&h).await;
+        h.domain().save_now();
+        let saved = State::load(&dir.path().join("state.json")).unwrap();
+        assert_eq!(saved.pods["c1"].pod.name, "web");
+        assert_eq!(
+            saved.containers["c1"].container.state,
+            ContainerState::ContainerRunning as i32
+        );
+        // A second create of the same id is refused.
+        assert!(matches!(
+            h.handle(create("c1", json!({}))).await,
+            Response::Error { .. }
+        ));
+        h.handle(Request::Deleted { id: "c1".into() }).await;
+        settle(&h).await;
+        // Written by the saver task, soon.
+        let path = dir.path().join("state.json");
+        for _ in 0..200 {
+            if State::load(&path).unwrap().containers.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let saved = State::load(&path).unwrap();
+        assert!(saved.pods.is_empty() && saved.containers.is_empty());
+        // Unknown containers are fine: created while the daemon was away.
+        assert!(matches!(
+            h.handle(Request::Start { id: "zz".into() }).await,
+            Response::Ok
+        ));
+        h.stop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn failed_real_create_forgets_the_container_and_its_pod() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hostd(dir.path()).await;
+        h.handle(create("c1", json!({}))).await;
+        h.handle(Request::Created {
+            id: "c1".into(),
+            ok: false,
+        })
+        .await;
+        settle(&h).await;
+        assert_eq!(h.domain().snapshot(), State::default());
+        h.stop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sandbox_pods_outlive_their_members_until_the_sandbox_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hostd(dir.path()).await;
+        let sandbox = json!({"annotations": {"io.kubernetes.cri.container-type": "sandbox",
+            "io.kubernetes.cri.sandbox-name": "nginx"}});
+        let member = json!({"annotations": {"io.kubernetes.cri.container-type": "container",
+            "io.kubernetes.cri.sandbox-id": "sb", "io.kubernetes.cri.container-name": "app"}});
+        h.handle(create("sb", sandbox)).await;
+        h.handle(create("app", member)).await;
+        let listed = h.domain().list_containers().await;
+        assert_eq!(listed.len(), 1, "the sandbox is not a container");
+        assert_eq!(listed[0].pod_sandbox_id, "sb");
+        h.handle(Request::Deleted { id: "app".into() }).await;
+        settle(&h).await;
+        assert_eq!(h.domain().list_pod_sandboxes().await.len(), 1);
+        h.handle(Request::Deleted { id: "sb".into() }).await;
+        settle(&h).await;
+        assert!(h.domain().list_pod_sandboxes().await.is_empty());
+        h.stop().await;
+    }
+
+    #[test]
+    fn empty_parts_change_nothing_but_values_do() {
+        let mut a = nri_api::ContainerAdjustment {
+            hooks: Some(Default::default()),
+            linux: Some(nri_api::LinuxContainerAdjustment {
+                resources: Some(nri_api::LinuxResources {
+                    cpu: Some(Default::default()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(changes_nothing(&a));
+        a.linux.as_mut().unwrap().oom_score_adj = Some(nri_api::OptionalInt { value: 0 });
+        assert!(!changes_nothing(&a), "a zero set on purpose is a change");
+        let mut b = nri_api::ContainerAdjustment::default();
+        b.add_env("A", "");
+        assert!(!changes_nothing(&b));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn reconcile_keeps_what_an_unlistable_runtime_has() {
+        // The runtime cannot be run: nothing is dropped.
+        let mut state = crate::state::one_pod_one_container("/nonexistent/runc");
+        state.pods.insert(
+            "empty".into(),
+            PodRecord {
+                pod: PodSandbox::default(),
+                sandbox: Some("gone".into()),
+            },
+        );
+        let out = reconcile(state).await;
+        assert!(out.containers.contains_key("c"));
+        assert!(out.pods.contains_key("p"));
+        assert!(
+            !out.pods.contains_key("empty"),
+            "a pod with nothing left goes"
+        );
+    }
 }

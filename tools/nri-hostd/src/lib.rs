@@ -10,7 +10,8 @@
 //! the real runtime's `update` and `kill`.
 //!
 //! The pods and containers it knows are kept in a state file replaced
-//! atomically on every change ([`state`]); at start the file is reconciled
+//! atomically, in the background, after every change ([`state`]); at start
+//! the file is reconciled
 //! with the real runtime's `list`, so plugins synchronize with what really
 //! runs ([`daemon::reconcile`]).
 //!

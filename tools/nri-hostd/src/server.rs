@@ -70,3 +70,63 @@ async fn connection(
     };
     write_frame_async(&mut stream, &response).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn garbage_and_oversized_requests_get_an_error_or_a_closed_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::HostdConfig::default();
+        config.nri.disable_connections = true;
+        config.nri.plugin_path = dir.path().join("plugins");
+        config.nri.plugin_config_path = dir.path().join("conf.d");
+        config.hostd.state_file = dir.path().join("state.json");
+        let hostd = Arc::new(Hostd::start(config).await.unwrap());
+        let path = dir.path().join("control.sock");
+        let listener = bind(&path).unwrap();
+        let server = tokio::spawn(serve_listener(hostd.clone(), listener));
+
+        let p = path.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            let mut s = std::os::unix::net::UnixStream::connect(&p).unwrap();
+            let mut frame = 7u32.to_be_bytes().to_vec();
+            frame.extend_from_slice(b"garbage");
+            s.write_all(&frame).unwrap();
+            crate::protocol::read_frame(&mut s).unwrap()
+        })
+        .await
+        .unwrap();
+        let answer: Response = crate::protocol::decode(&answer).unwrap();
+        assert!(
+            matches!(answer, Response::Error { ref message } if message.contains("malformed")),
+            "{answer:?}"
+        );
+
+        let p = path.clone();
+        let rest = tokio::task::spawn_blocking(move || {
+            let mut s = std::os::unix::net::UnixStream::connect(&p).unwrap();
+            s.write_all(&u32::MAX.to_be_bytes()).unwrap();
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+            rest
+        })
+        .await
+        .unwrap();
+        assert!(rest.is_empty(), "an oversized frame closes the connection");
+
+        // The daemon still answers.
+        let p = path.clone();
+        let ping = tokio::task::spawn_blocking(move || {
+            crate::protocol::call(&p, &Request::Ping, std::time::Duration::from_secs(5))
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(matches!(ping, Response::Ok));
+        server.abort();
+        hostd.stop().await;
+    }
+}

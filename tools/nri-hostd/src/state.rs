@@ -99,7 +99,7 @@ impl State {
             path: path.display().to_string(),
             source,
         })?;
-        write_atomic(path, &bytes).map_err(io)
+        write_atomic(path, &bytes, false).map_err(io)
     }
 
     /// Ids of the containers (not sandboxes) of pod `pod`.
@@ -113,10 +113,18 @@ impl State {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file next to it (with
-/// the permissions of the file it replaces), synced, renamed over `path`,
-/// the directory synced. On failure `path` is untouched and the temporary
-/// file removed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// the permissions of the file it replaces), renamed over `path`; with
+/// `durable`, the file is synced before the rename and the directory after
+/// it, so that a power loss also leaves the old or the new contents. On
+/// failure `path` is untouched and the temporary file removed.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("config.json");
+/// nri_hostd::state::write_atomic(&path, b"{}", true).unwrap();
+/// assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+/// ```
+pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -133,14 +141,53 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             f.set_permissions(meta.permissions())?;
         }
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        if durable {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A state with pod `p` and its container `c` created with `runtime`.
+#[cfg(test)]
+pub(crate) fn one_pod_one_container(runtime: &str) -> State {
+    let mut s = State::default();
+    s.pods.insert(
+        "p".into(),
+        PodRecord {
+            pod: PodSandbox {
+                id: "p".into(),
+                ..Default::default()
+            },
+            sandbox: None,
+        },
+    );
+    s.containers.insert(
+        "c".into(),
+        ContainerRecord {
+            container: Container {
+                id: "c".into(),
+                pod_sandbox_id: "p".into(),
+                ..Default::default()
+            },
+            runtime: RuntimeRef {
+                path: runtime.into(),
+                global_args: vec![],
+            },
+            bundle: "/b".into(),
+            spec: serde_json::json!({"a": 1}),
+            sandbox: false,
+        },
+    );
+    s
 }
 
 #[cfg(test)]
@@ -152,31 +199,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/state.json");
         assert_eq!(State::load(&path).unwrap(), State::default());
-        let mut s = State::default();
-        s.pods.insert(
-            "p".into(),
-            PodRecord {
-                pod: PodSandbox {
-                    id: "p".into(),
-                    ..Default::default()
-                },
-                sandbox: None,
-            },
-        );
-        s.containers.insert(
-            "c".into(),
-            ContainerRecord {
-                container: Container {
-                    id: "c".into(),
-                    pod_sandbox_id: "p".into(),
-                    ..Default::default()
-                },
-                runtime: RuntimeRef::default(),
-                bundle: "/b".into(),
-                spec: serde_json::json!({"a": 1}),
-                sandbox: false,
-            },
-        );
+        let s = one_pod_one_container("/nonexistent/runc");
         s.save(&path).unwrap();
         assert_eq!(State::load(&path).unwrap(), s);
         assert_eq!(s.members("p"), ["c"]);
