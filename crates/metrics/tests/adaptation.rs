@@ -287,3 +287,31 @@ async fn figures_follow_real_plugin_calls() {
     }
     bounded(nri.stop()).await;
 }
+
+/// What one plugin call costs in the sink: the hooks the adaptation calls
+/// for a CreateContainer (invocation, latency, adjustments with an
+/// adjusted field). A measurement, not a check: run it optimized,
+/// `cargo test --release -p nri-metrics --test adaptation -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement; run with --release --ignored --nocapture"]
+fn cost_per_plugin_call() {
+    use nri_adaptation::Metrics;
+    let m = NriMetrics::new();
+    let mut adjust = ContainerAdjustment::default();
+    adjust.add_env("A", "1");
+    let plugins: Vec<String> = (0..8).map(|i| format!("{i:02}-plugin")).collect();
+    let n = 200_000;
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        let p = &plugins[i % plugins.len()];
+        m.record_plugin_latency(p, "CreateContainer", Duration::from_micros(80));
+        m.record_plugin_invocation(p, "CreateContainer", None);
+        m.record_plugin_adjustments(p, "CreateContainer", Some(&adjust), 0, 0);
+    }
+    let per_call = start.elapsed() / n as u32;
+    assert_eq!(
+        m.latency("00-plugin", "CreateContainer").count,
+        n as u64 / 8
+    );
+    println!("nri-metrics: {per_call:?} per plugin call (invocation, latency, adjustment)");
+}

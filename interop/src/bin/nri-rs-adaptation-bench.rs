@@ -11,6 +11,9 @@
 //! nri-rs-adaptation-bench -plugin BIN -mode sync [-containers 1000] [-rounds 5]
 //! ```
 //!
+//! With `NRI_BENCH_METRICS=1` in the environment, `nri-metrics` records
+//! every plugin call (metrics on; default off).
+//!
 //! * `create`: registers `-registrations` plugins one at a time (process
 //!   start to completed Synchronize), starts `-plugins` plugins subscribed
 //!   to CreateContainer (one annotation and one variable each), reads their
@@ -253,13 +256,20 @@ impl Bench {
             containers,
             synced: tx,
         };
-        let nri = Adaptation::builder("nri-adaptation-bench", "v0.0.0", Arc::new(hooks))
+        let builder = Adaptation::builder("nri-adaptation-bench", "v0.0.0", Arc::new(hooks))
             .plugin_path(dir.path().join("plugins"))
             .plugin_config_path(dir.path().join("conf"))
             .socket_path(&socket)
             // The whole split Synchronize must fit in one request timeout.
-            .request_timeout(Duration::from_secs(120))
-            .build();
+            .request_timeout(Duration::from_secs(120));
+        // NRI_BENCH_METRICS=1: the Prometheus metrics of nri-metrics record
+        // every call (for measuring their cost; docs/observability.md).
+        let builder = if std::env::var_os("NRI_BENCH_METRICS").is_some_and(|v| v == "1") {
+            builder.metrics(Arc::new(nri_metrics::NriMetrics::new()))
+        } else {
+            builder
+        };
+        let nri = builder.build();
         nri.start()
             .await
             .map_err(|e| format!("start adaptation: {e}"))?;

@@ -93,6 +93,28 @@ pub fn spawn_rust_plugin(
     config: &Value,
     extra_args: &[&str],
 ) -> PluginProcess {
+    spawn_plugin(
+        &rust_plugin_bin(),
+        dir,
+        socket,
+        name,
+        idx,
+        config,
+        extra_args,
+    )
+}
+
+/// Like [`spawn_rust_plugin`] for any test plugin `bin` taking the same
+/// flags (the Go `nri-ref-plugin` does).
+pub fn spawn_plugin(
+    bin: &Path,
+    dir: &Path,
+    socket: &Path,
+    name: &str,
+    idx: &str,
+    config: &Value,
+    extra_args: &[&str],
+) -> PluginProcess {
     let config = write_json(dir, &format!("{idx}-{name}.json"), config).unwrap();
     let mut args: Vec<&std::ffi::OsStr> = vec![
         "-config".as_ref(),
@@ -105,11 +127,7 @@ pub fn spawn_rust_plugin(
         idx.as_ref(),
     ];
     args.extend(extra_args.iter().map(|a| std::ffi::OsStr::new(*a)));
-    PluginProcess::spawn(
-        &rust_plugin_bin(),
-        &args,
-        &dir.join(format!("{idx}-{name}.stderr")),
-    )
+    PluginProcess::spawn(bin, &args, &dir.join(format!("{idx}-{name}.stderr")))
 }
 
 /// Starts `program` on `scenario` listening on `dir/nri.sock`, and waits for the

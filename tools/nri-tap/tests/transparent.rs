@@ -430,3 +430,52 @@ fn wrap_gives_the_plugin_its_own_socket() {
     assert_eq!(reqs[0]["dir"], "runtime->plugin");
     assert_eq!(reqs[1]["dir"], "plugin->runtime");
 }
+
+/// Median and 99th percentile of `samples`, in microseconds.
+fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let at = |q: f64| {
+        let i = ((samples.len() - 1) as f64 * q).round() as usize;
+        samples[i].as_secs_f64() * 1e6
+    };
+    (at(0.5), at(0.99))
+}
+
+/// CreateContainer latency through one plugin, direct and through the tap
+/// (recording to a file). A measurement, not a check: run it optimized,
+/// `cargo test --release -p nri-tap --test transparent -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement; run with --release --ignored --nocapture"]
+async fn added_latency() {
+    const N: usize = 3000;
+    let mut results = Vec::new();
+    for tap in [false, true, false, true] {
+        let s = setup(0, tap.then(Options::default)).await;
+        let _plugin = run_stub(&s.plugin_socket);
+        wait_plugin(&s.nri).await;
+        let mut samples = Vec::with_capacity(N);
+        for i in 0..N + 200 {
+            let req = CreateContainerRequest {
+                pod: Some(pod()),
+                container: Some(ctr(&format!("c{i}"))),
+            };
+            let start = Instant::now();
+            s.nri.create_container(req).await.unwrap();
+            if i >= 200 {
+                samples.push(start.elapsed());
+            }
+        }
+        let (p50, p99) = percentiles(samples);
+        println!("tap={tap} CreateContainer 1 plugin: median {p50:.1} us, p99 {p99:.1} us");
+        results.push((tap, p50));
+        bounded(s.nri.stop()).await;
+    }
+    let mean = |t: bool| {
+        let v: Vec<f64> = results.iter().filter(|r| r.0 == t).map(|r| r.1).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    println!(
+        "added by the tap: {:.1} us per call at the median",
+        mean(true) - mean(false)
+    );
+}
