@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -32,6 +33,13 @@ pub struct HostDomain {
     scratch: PathBuf,
     /// Set by every change; the saver task writes the state file.
     dirty: tokio::sync::Notify,
+    /// Counts changes (under the state lock).
+    changes: AtomicU64,
+    /// The change count the state file holds; [`HostDomain::flush`] waits on it.
+    saved: tokio::sync::watch::Sender<u64>,
+    /// One writer of the state file at a time, so that the newest copy is
+    /// the one that stays.
+    writer: Mutex<()>,
 }
 
 impl HostDomain {
@@ -47,6 +55,9 @@ impl HostDomain {
             state_file: state_file.to_path_buf(),
             scratch,
             dirty: tokio::sync::Notify::new(),
+            changes: AtomicU64::new(0),
+            saved: tokio::sync::watch::Sender::new(0),
+            writer: Mutex::new(()),
         }
     }
 
@@ -58,19 +69,48 @@ impl HostDomain {
     /// after, in the background (changes made meanwhile are written
     /// together).
     fn change<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        let out = f(&mut self.lock());
+        let out = {
+            let mut state = self.lock();
+            let out = f(&mut state);
+            self.changes.fetch_add(1, Ordering::SeqCst);
+            out
+        };
         self.dirty.notify_one();
         out
     }
 
     /// Writes the current state to the state file now (a failed write is
     /// logged: the in-memory state stays right, a restart would lose the
-    /// change). The state is copied under the lock and written outside it.
+    /// change). Writers take turns, each copying the state when its turn
+    /// comes, so the file ends with the newest state.
     pub fn save_now(&self) {
-        let state = self.snapshot();
-        if let Err(e) = state.save(&self.state_file) {
-            tracing::error!(error = %e, "cannot save the state file");
+        let _turn = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let (state, version) = {
+            let state = self.lock();
+            (state.clone(), self.changes.load(Ordering::SeqCst))
+        };
+        match state.save(&self.state_file) {
+            Ok(()) => {
+                self.saved.send_if_modified(|saved| {
+                    let newer = version > *saved;
+                    if newer {
+                        *saved = version;
+                    }
+                    newer
+                });
+            }
+            Err(e) => tracing::error!(error = %e, "cannot save the state file"),
         }
+    }
+
+    /// Waits until the state file holds every change made before the call
+    /// (written by the saver task).
+    pub async fn flush(&self) {
+        let target = self.changes.load(Ordering::SeqCst);
+        let mut saved = self.saved.subscribe();
+        // The sender lives as long as `self`: the wait ends only by reaching
+        // the target.
+        let _ = saved.wait_for(|v| *v >= target).await;
     }
 
     /// Saves the state file after every change, until aborted.
@@ -778,7 +818,7 @@ mod tests {
         .await;
         h.handle(Request::Start { id: "c1".into() }).await;
         settle(&h).await;
-        h.domain().save_now();
+        h.domain().flush().await;
         let saved = State::load(&dir.path().join("state.json")).unwrap();
         assert_eq!(saved.pods["c1"].pod.name, "web");
         assert_eq!(
@@ -792,15 +832,9 @@ mod tests {
         ));
         h.handle(Request::Deleted { id: "c1".into() }).await;
         settle(&h).await;
-        // Written by the saver task, soon.
-        let path = dir.path().join("state.json");
-        for _ in 0..200 {
-            if State::load(&path).unwrap().containers.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let saved = State::load(&path).unwrap();
+        // Written by the saver task.
+        h.domain().flush().await;
+        let saved = State::load(&dir.path().join("state.json")).unwrap();
         assert!(saved.pods.is_empty() && saved.containers.is_empty());
         // Unknown containers are fine: created while the daemon was away.
         assert!(matches!(
