@@ -221,16 +221,14 @@ impl Drop for Containerd {
 fn config_toml(layout: &Layout, bins: &Binaries, o: &Options, sandbox: &str) -> Result<String> {
     let d = layout.dir.display();
     let port = free_port()?;
-    let validator = match &o.default_validator {
-        None => String::new(),
-        Some(required) => format!(
-            "\n[{nri}.default_validator]\n  enable = true\n  required_plugins = {}\n",
-            serde_json::to_string(required).unwrap_or_else(|_| "[]".into()),
-            nri = "NRI"
-        ),
-    };
-    let nri = |table: &str| table.to_owned();
     let common = |nri_table: &str| {
+        let validator = match &o.default_validator {
+            None => String::new(),
+            Some(required) => format!(
+                "\n[{nri_table}.default_validator]\n  enable = true\n  required_plugins = {}\n",
+                serde_json::to_string(required).unwrap_or_else(|_| "[]".into()),
+            ),
+        };
         format!(
             "root = \"{d}/root\"\nstate = \"{d}/state\"\n\
              [grpc]\n  address = \"{sock}\"\n\
@@ -246,7 +244,6 @@ fn config_toml(layout: &Layout, bins: &Binaries, o: &Options, sandbox: &str) -> 
             confd = layout.plugin_config_dir.display(),
             reg = o.registration_timeout,
             req = o.request_timeout,
-            validator = validator.replace("NRI", nri_table),
         )
     };
     let runc = "/usr/sbin/runc";
@@ -261,7 +258,7 @@ fn config_toml(layout: &Layout, bins: &Binaries, o: &Options, sandbox: &str) -> 
              [{cri}.containerd]\n  snapshotter = \"overlayfs\"\n  default_runtime_name = \"runc\"\n\
              [{cri}.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\
              [{cri}.containerd.runtimes.runc.options]\n  BinaryName = \"{runc}\"\n  SystemdCgroup = false\n",
-            common(&nri("plugins.\"io.containerd.nri.v1.nri\"")),
+            common("plugins.\"io.containerd.nri.v1.nri\""),
         )
     } else {
         let images = "plugins.'io.containerd.cri.v1.images'";
@@ -277,7 +274,7 @@ fn config_toml(layout: &Layout, bins: &Binaries, o: &Options, sandbox: &str) -> 
              [{rt}.containerd.runtimes.runc.options]\n  BinaryName = \"{runc}\"\n  SystemdCgroup = false\n\
              [plugins.'io.containerd.grpc.v1.cri']\n  disable_tcp_service = true\n\
              \x20 stream_server_address = \"127.0.0.1\"\n  stream_server_port = \"{port}\"\n",
-            common(&nri("plugins.'io.containerd.nri.v1.nri'")),
+            common("plugins.'io.containerd.nri.v1.nri'"),
         )
     };
     Ok(text)

@@ -753,6 +753,26 @@ fn unsolicited_update_changes_the_cgroup() {
 // ---------------------------------------------------------------------------
 // Item 4: the default validator with required_plugins.
 
+/// Runs a pod on `ctrd` and checks that creating a container in it fails
+/// because required plugin `plugin` is absent, leaving no container. Returns
+/// the pod, for creating containers once the plugin is there.
+fn assert_refused_for_missing(ctrd: &Containerd, pod: &PodSpec, plugin: &str) -> String {
+    let crictl = ctrd.crictl();
+    let pod_id = crictl.run_pod(pod).unwrap();
+    let err = crictl
+        .try_create_container(&pod_id, pod, &ContainerSpec::new("c0"))
+        .expect_err("no container while a required plugin is absent");
+    assert!(
+        err.stderr.contains(&format!(
+            r#"validation error: required plugin \"{plugin}\" not present"#
+        )),
+        "{}",
+        err.stderr
+    );
+    assert!(crictl.call(&["ps", "-a", "-q"]).unwrap().is_empty());
+    pod_id
+}
+
 #[test]
 fn required_plugin_gates_container_creation() {
     if !prepare() {
@@ -766,17 +786,7 @@ fn required_plugin_gates_container_creation() {
     .unwrap();
     let crictl = ctrd.crictl();
     let pod = PodSpec::new("gated");
-    let pod_id = crictl.run_pod(&pod).unwrap();
-    let err = crictl
-        .try_create_container(&pod_id, &pod, &ContainerSpec::new("c0"))
-        .expect_err("no container while the required plugin is absent");
-    assert!(
-        err.stderr
-            .contains(r#"validation error: required plugin \"e2e-required\" not present"#),
-        "{}",
-        err.stderr
-    );
-    assert!(crictl.call(&["ps", "-a", "-q"]).unwrap().is_empty());
+    let pod_id = assert_refused_for_missing(&ctrd, &pod, "e2e-required");
 
     let mut probe = Probe::start(&ctrd, dir.path(), "e2e-required", &[]);
     wait_registered(&ctrd, "50-e2e-required", &mut probe.process);
@@ -805,19 +815,7 @@ fn default_validator_plugin_preinstalled_with_its_configuration() {
         ..Options::default()
     })
     .unwrap();
-    let crictl = ctrd.crictl();
-    let pod = PodSpec::new("validated");
-    let pod_id = crictl.run_pod(&pod).unwrap();
-    let err = crictl
-        .try_create_container(&pod_id, &pod, &ContainerSpec::new("c0"))
-        .expect_err("the validator must refuse the container");
-    assert!(
-        err.stderr
-            .contains(r#"validation error: required plugin \"e2e-absent\" not present"#),
-        "{}",
-        err.stderr
-    );
-    assert!(crictl.call(&["ps", "-a", "-q"]).unwrap().is_empty());
+    assert_refused_for_missing(&ctrd, &PodSpec::new("validated"), "e2e-absent");
 }
 
 // ---------------------------------------------------------------------------
