@@ -51,17 +51,43 @@ fn check_and_install(packages: &[&str]) -> Result<()> {
             "needs root (runtimes create namespaces, mounts and cgroups)".into(),
         ));
     }
-    let filesystems = fs::read_to_string("/proc/filesystems")
-        .map_err(|e| E2eError::io("read /proc/filesystems", e))?;
-    if !filesystems
-        .lines()
-        .any(|l| l.trim_end().ends_with("overlay"))
-    {
-        return Err(E2eError::Unsupported(
-            "the kernel has no overlay filesystem (containerd's snapshotter needs it)".into(),
-        ));
-    }
+    overlay_works()?;
     install_packages(packages)
+}
+
+/// Mounts an overlay filesystem in a temporary directory and unmounts it:
+/// containerd's snapshotter needs overlayfs. A fresh machine may not have
+/// loaded the module yet (`/proc/filesystems` does not list it); the first
+/// mount loads it.
+fn overlay_works() -> Result<()> {
+    let dir = tempfile::tempdir().map_err(|e| E2eError::io("create a temporary directory", e))?;
+    let sub = |name: &str| -> Result<PathBuf> {
+        let p = dir.path().join(name);
+        fs::create_dir(&p).map_err(|e| E2eError::io(format!("create {}", p.display()), e))?;
+        Ok(p)
+    };
+    let (lower, upper, work, merged) = (sub("lower")?, sub("upper")?, sub("work")?, sub("merged")?);
+    let options = std::ffi::CString::new(format!(
+        "lowerdir={},upperdir={},workdir={}",
+        lower.display(),
+        upper.display(),
+        work.display()
+    ))
+    .map_err(|_| E2eError::Unsupported("temporary directory path has a NUL byte".into()))?;
+    rustix::mount::mount(
+        "overlay",
+        &merged,
+        "overlay",
+        rustix::mount::MountFlags::empty(),
+        Some(options.as_c_str()),
+    )
+    .map_err(|e| {
+        E2eError::Unsupported(format!(
+            "cannot mount an overlay filesystem (containerd's snapshotter needs one): {e}"
+        ))
+    })?;
+    rustix::mount::unmount(&merged, rustix::mount::UnmountFlags::empty())
+        .map_err(|e| E2eError::io(format!("unmount {}", merged.display()), e.into()))
 }
 
 /// Installs the Debian packages that are not installed yet (`apt-get install`),

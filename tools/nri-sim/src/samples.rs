@@ -53,6 +53,11 @@ pub const SAMPLES: &[Sample] = &[
         unsupported: None,
     },
     Sample {
+        name: "network-logger",
+        about: "logs the network namespace and IP addresses of pods as they start, stop and are removed",
+        unsupported: None,
+    },
+    Sample {
         name: "rdt",
         about: "RDT classes and monitoring from pod annotations",
         unsupported: None,
@@ -250,6 +255,18 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
                 run,
                 spawn(
                     nri_plugin_device_injector::DeviceInjector,
+                    run,
+                    &run.index,
+                    socket,
+                )?,
+            )
+        }
+        "network-logger" => {
+            no_args(run)?;
+            single(
+                run,
+                spawn(
+                    nri_plugin_network_logger::plugin::NetworkLogger,
                     run,
                     &run.index,
                     socket,

@@ -118,7 +118,7 @@ fn an_unknown_sample_is_an_error_with_line_and_column() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("available: default-validator, device-injector, differ, logger, rdt, template, ulimit-adjuster, writable-cgroups"),
+        run.stderr.contains("available: default-validator, device-injector, differ, logger, network-logger, rdt, template, ulimit-adjuster, writable-cgroups"),
         "{}",
         run.stderr
     );
