@@ -16,6 +16,7 @@
 //! ```
 
 use std::fs;
+use std::io::{Read, Write};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -199,6 +200,40 @@ impl Hostd {
         wait_for(&format!("plugin {name} to register"), WAIT, || {
             self.log().contains(&needle).then_some(())
         })
+    }
+
+    /// Makes the next start serve `/metrics` on an ephemeral loopback port
+    /// (`metrics_address` in `[hostd]`, the last table of the file).
+    pub fn enable_metrics(&self) -> Result<()> {
+        let text = fs::read_to_string(&self.config)
+            .map_err(|e| E2eError::io(format!("read {}", self.config.display()), e))?;
+        write(
+            &self.config,
+            &format!("{text}metrics_address = \"127.0.0.1:0\"\n"),
+        )
+    }
+
+    /// The `/metrics` text of the running daemon: the address is the one
+    /// it announced at start (the port is ephemeral).
+    pub fn metrics(&self) -> Result<String> {
+        let log = self.log();
+        let addr = log
+            .split("metrics on http://")
+            .nth(1)
+            .and_then(|rest| rest.split("/metrics").next())
+            .ok_or_else(|| E2eError::Unsupported("the daemon announced no metrics address".into()))?
+            .to_string();
+        let mut conn = std::net::TcpStream::connect(&addr)
+            .map_err(|e| E2eError::io(format!("connect to {addr}"), e))?;
+        conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .map_err(|e| E2eError::io("send the metrics request", e))?;
+        let mut reply = String::new();
+        conn.read_to_string(&mut reply)
+            .map_err(|e| E2eError::io("read the metrics reply", e))?;
+        match reply.split_once("\r\n\r\n") {
+            Some((head, body)) if head.starts_with("HTTP/1.1 200") => Ok(body.to_string()),
+            _ => Err(E2eError::Unsupported(format!("bad metrics reply: {reply}"))),
+        }
     }
 
     /// Installs workspace binary `program` as pre-installed plugin

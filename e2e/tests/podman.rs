@@ -158,6 +158,7 @@ fn samples_adjust_podman_containers_and_see_the_lifecycle() {
             None,
         )
         .unwrap();
+    hostd.enable_metrics().unwrap();
     hostd.restart().unwrap();
     let (_logger, log) = start_logger(dir.path(), &hostd);
     hostd.wait_registered("20-ulimit-adjuster").unwrap();
@@ -185,6 +186,15 @@ fn samples_adjust_podman_containers_and_see_the_lifecycle() {
             .as_str()
             .is_some_and(|v| v.starts_with("logger-pid-")),
         "{state}"
+    );
+
+    // The daemon's /metrics counted the plugin's CreateContainer call.
+    let metrics = hostd.metrics().unwrap();
+    assert!(
+        metrics.contains(
+            r#"nri_plugin_invocations_total{plugin="20-ulimit-adjuster",operation="CreateContainer",status="success",error=""} 1"#
+        ),
+        "{metrics}"
     );
 
     podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();

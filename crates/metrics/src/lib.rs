@@ -34,6 +34,8 @@
 //!     r#"nri_plugin_invocations_total{plugin="10-logger",operation="CreateContainer",status="success",error=""} 1"#));
 //! ```
 
+pub mod http;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

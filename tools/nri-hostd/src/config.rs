@@ -60,6 +60,10 @@ pub struct Options {
     pub exit_poll_interval: Duration,
     /// Name and version plugins see in Configure.
     pub runtime_name: String,
+    /// Where to serve Prometheus/OpenMetrics metrics of the plugin calls
+    /// (`GET /metrics`): `PORT` or `:PORT` (loopback) or `IP:PORT`. Empty
+    /// (the default) serves none.
+    pub metrics_address: String,
 }
 
 impl Default for Options {
@@ -69,6 +73,7 @@ impl Default for Options {
             state_file: DEFAULT_STATE_FILE.into(),
             exit_poll_interval: Duration::from_secs(2),
             runtime_name: "nri-hostd".into(),
+            metrics_address: String::new(),
         }
     }
 }

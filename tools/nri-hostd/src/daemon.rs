@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use nri_api::{Container, ContainerEviction, ContainerState, ContainerUpdate, PodSandbox};
+use nri_integration::metrics::http::MetricsServer;
+use nri_integration::metrics::NriMetrics;
 use nri_integration::{BoxError, Domain, Nri};
 use nri_oci::Generator;
 use serde_json::{json, Value};
@@ -229,6 +231,8 @@ pub struct Hostd {
     nri: Nri,
     domain: Arc<HostDomain>,
     saver: tokio::task::JoinHandle<()>,
+    /// The `/metrics` endpoint, when configured.
+    metrics: Option<MetricsServer>,
     /// Serializes lifecycle events (in the order their requests arrived:
     /// tokio's mutex is fair).
     ops: Arc<tokio::sync::Mutex<()>>,
@@ -243,6 +247,9 @@ pub enum StartError {
     /// NRI failed to start.
     #[error(transparent)]
     Nri(#[from] nri_integration::Error),
+    /// The metrics endpoint cannot be served.
+    #[error(transparent)]
+    Metrics(#[from] nri_integration::metrics::http::MetricsError),
 }
 
 impl Hostd {
@@ -261,9 +268,23 @@ impl Hostd {
             "state reconciled with the real runtime"
         );
         let domain = Arc::new(HostDomain::new(state, &config.hostd.state_file));
-        let nri = Nri::builder(config.nri)
-            .runtime(config.hostd.runtime_name, env!("CARGO_PKG_VERSION"))
-            .build();
+        let metrics_addr = match config.hostd.metrics_address.as_str() {
+            "" => None,
+            a => Some(nri_integration::metrics::http::parse_addr(a)?),
+        };
+        let mut builder =
+            Nri::builder(config.nri).runtime(config.hostd.runtime_name, env!("CARGO_PKG_VERSION"));
+        let metrics = metrics_addr.map(|a| (a, NriMetrics::new()));
+        if let Some((_, m)) = &metrics {
+            builder = builder.metrics(Arc::new(m.clone()));
+        }
+        let nri = builder.build();
+        // Served before NRI starts, so that the pre-installed plugins'
+        // registrations are counted and a bad address fails the start.
+        let metrics = match metrics {
+            Some((addr, m)) => Some(MetricsServer::start(addr, m).await?),
+            None => None,
+        };
         nri.register_domain(domain.clone())?;
         nri.start().await?;
         let saver = tokio::spawn(domain.clone().saver());
@@ -271,6 +292,7 @@ impl Hostd {
             nri,
             domain,
             saver,
+            metrics,
             ops: Arc::new(tokio::sync::Mutex::new(())),
         })
     }
@@ -283,6 +305,12 @@ impl Hostd {
     /// The domain.
     pub fn domain(&self) -> &Arc<HostDomain> {
         &self.domain
+    }
+
+    /// The address of the `/metrics` endpoint, when `metrics_address` is
+    /// set.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(MetricsServer::addr)
     }
 
     /// Stops NRI (plugins get Shutdown; launched ones end) and writes the

@@ -79,6 +79,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some(addr) = hostd.metrics_addr() {
+        tracing::info!("metrics on http://{addr}/metrics");
+    }
     tracing::info!(control = %socket.display(), "nri-hostd ready");
     let serving = tokio::spawn(server::serve_listener(hostd.clone(), listener));
     let poller = (!poll.is_zero()).then(|| {

@@ -18,7 +18,6 @@ pub mod adjust;
 pub mod checks;
 pub mod cli;
 pub mod diff;
-pub mod metrics_http;
 pub mod observe;
 pub mod plugins;
 pub mod render;

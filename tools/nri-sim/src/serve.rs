@@ -207,8 +207,8 @@ pub async fn serve(
     // Kept until the end: dropping it stops the endpoint.
     let mut endpoint = None;
     if let Some((addr, m)) = metrics {
-        let started = match crate::metrics_http::parse_addr(addr) {
-            Ok(a) => crate::metrics_http::MetricsServer::start(a, m).await,
+        let started = match nri_integration::metrics::http::parse_addr(addr) {
+            Ok(a) => nri_integration::metrics::http::MetricsServer::start(a, m).await,
             Err(e) => Err(e),
         };
         match started {

@@ -1,4 +1,5 @@
-//! The `/metrics` endpoint of `nri-sim serve`: a minimal HTTP/1.1
+//! A `/metrics` endpoint for a process that runs NRI standalone (`nri-sim
+//! serve`, `nri-hostd`): a minimal HTTP/1.1
 //! responder on tokio serving [`NriMetrics::encode`]. One request per
 //! connection (`Connection: close`); `GET /metrics` (any query string)
 //! answers the OpenMetrics text, other paths 404, other methods 405.
@@ -6,7 +7,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use nri_integration::metrics::{NriMetrics, CONTENT_TYPE};
+use crate::{NriMetrics, CONTENT_TYPE};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -37,7 +38,7 @@ pub enum MetricsError {
 /// the loopback address; anything else must name the IP.
 ///
 /// ```
-/// use nri_sim::metrics_http::parse_addr;
+/// use nri_metrics::http::parse_addr;
 /// assert_eq!(parse_addr(":9464").unwrap().to_string(), "127.0.0.1:9464");
 /// assert_eq!(parse_addr("0.0.0.0:80").unwrap().to_string(), "0.0.0.0:80");
 /// assert!(parse_addr("localhost").is_err());
