@@ -50,6 +50,8 @@ use serde::Deserialize;
 mod hop;
 #[path = "common/machine.rs"]
 mod machine;
+#[path = "common/raw_chain.rs"]
+mod raw_chain;
 
 const GO_BENCH: &str = "nri-adaptation-bench";
 const RUST_BENCH: &str = env!("CARGO_BIN_EXE_nri-rs-adaptation-bench");
@@ -62,6 +64,8 @@ const MEMORY_TARGET: f64 = 0.25;
 /// One hop over a raw socket pair round trip of the same bytes.
 const HOP_TARGET: f64 = 3.0;
 const MANY: usize = 8;
+/// CreateContainer through 8 plugins over the raw chain of the same shape.
+const RAW_CHAIN_TARGET: f64 = 2.0;
 
 /// Median and 99th percentile of one measurement, in microseconds.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
@@ -276,12 +280,15 @@ const SMALL_BUILD: &str = r#"CARGO_TARGET_DIR=$CARGO_TARGET_DIR/min-plugin cargo
   --config 'target.x86_64-unknown-linux-gnu.rustflags=["-C", "target-feature=+crt-static"]'"#;
 
 fn main() {
+    // In the echo processes of the raw chain this never returns.
+    raw_chain::serve_echo_if_asked();
     let counts = Counts::from_env();
     let load_start = load_average();
     let started = Instant::now();
     // First, while no plugin process runs: the in-process round trips are
     // the measurement most sensitive to other load on the machine.
     let hop = hop::measure(counts.hops);
+    let raw = RawChains::measure(counts);
 
     let go_bench = nri_interop::harness_bin(GO_BENCH);
     let go_plugin = nri_interop::harness_bin(GO_PLUGIN);
@@ -383,6 +390,7 @@ fn main() {
         cycles,
         syncs,
         hop,
+        raw,
     };
     let doc = render(
         &results,
@@ -407,6 +415,51 @@ struct Results {
     cycles: Vec<Pair>,
     syncs: Vec<(usize, Pair)>,
     hop: hop::Hop,
+    raw: RawChains,
+}
+
+/// The raw chains: the CreateContainer cases without any protocol.
+struct RawChains {
+    /// Bytes per hop, out and back, of a test plugin's and a minimal
+    /// plugin's call.
+    test_bytes: (usize, usize),
+    min_bytes: (usize, usize),
+    one_test: hop::Latency,
+    many_test: hop::Latency,
+    many_min: hop::Latency,
+}
+
+impl RawChains {
+    fn measure(counts: Counts) -> RawChains {
+        use nri_interop::bench::{
+            create_request, create_trunk_bytes, min_plugin_reply, test_plugin_reply,
+        };
+        let request = create_request(1);
+        let test: Vec<_> = (0..MANY)
+            .map(|i| create_trunk_bytes(&request, &test_plugin_reply(i)))
+            .collect();
+        let min: Vec<_> = (0..MANY)
+            .map(|i| create_trunk_bytes(&request, &min_plugin_reply(i)))
+            .collect();
+        let (n, warmup) = (counts.create, counts.create / 10);
+        eprintln!("adaptation bench: raw chains ...");
+        RawChains {
+            test_bytes: test[0],
+            min_bytes: min[0],
+            one_test: hop::summarize(raw_chain::measure(1, &test, n, warmup)),
+            many_test: hop::summarize(raw_chain::measure(MANY, &test, n, warmup)),
+            many_min: hop::summarize(raw_chain::measure(MANY, &min, n, warmup)),
+        }
+    }
+
+    /// The raw chain of a CreateContainer case.
+    fn of(&self, plugins: usize, plugin: Plugin) -> hop::Latency {
+        match (plugins, plugin) {
+            (1, _) => self.one_test,
+            (_, Plugin::RustMin | Plugin::GoMin | Plugin::RustMinSmall) => self.many_min,
+            _ => self.many_test,
+        }
+    }
 }
 
 fn met(ok: bool) -> &'static str {
@@ -574,15 +627,46 @@ fn render_create(d: &mut String, res: &Results, counts: Counts) {
     );
     let _ = writeln!(
         d,
-        "| plugins | plugin side | Rust runtime median | p99 | Go runtime median | p99 | median R/G | p99 R/G | target |"
+        "The physical limit of each case is its **raw chain**, measured in the same run: one \
+         process standing for the runtime and one per plugin, each hop a blocking echo over a \
+         Unix socket pair of the bytes the real call puts on the trunk (request {} / reply {} \
+         bytes per test plugin, {} / {} per minimal plugin, mux and ttRPC headers included), \
+         plugin after plugin, with no protocol at all. R/raw and G/raw are each runtime's \
+         median over its raw chain's; target for 8 plugins with our runtime: R/raw ≤ \
+         {RAW_CHAIN_TARGET}.\n",
+        res.raw.test_bytes.0, res.raw.test_bytes.1, res.raw.min_bytes.0, res.raw.min_bytes.1,
     );
-    let _ = writeln!(d, "|---:|---|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        d,
+        "| plugins | raw chain | median | p99 |\n|---:|---|---:|---:|\n\
+         | 1 | test plugin bytes | {:.0} µs | {:.0} µs |\n\
+         | {MANY} | test plugin bytes | {:.0} µs | {:.0} µs |\n\
+         | {MANY} | minimal plugin bytes | {:.0} µs | {:.0} µs |\n",
+        res.raw.one_test.median_us,
+        res.raw.one_test.p99_us,
+        res.raw.many_test.median_us,
+        res.raw.many_test.p99_us,
+        res.raw.many_min.median_us,
+        res.raw.many_min.p99_us,
+    );
+    let _ = writeln!(
+        d,
+        "| plugins | plugin side | Rust runtime median | p99 | Go runtime median | p99 | median R/G | p99 R/G | R/raw | G/raw | target |"
+    );
+    let _ = writeln!(d, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for p in &res.creates {
         let (r, g) = (lat(&p.rust, |r| r.create), lat(&p.go, |r| r.create));
         let (rm, rp) = (r.median_us / g.median_us, r.p99_us / g.p99_us);
+        let raw = res.raw.of(p.plugins, p.plugin).median_us;
+        let (rr, gr) = (r.median_us / raw, g.median_us / raw);
+        let raw_target = if p.plugins == MANY {
+            format!(", R/raw {}", met(rr <= RAW_CHAIN_TARGET))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             d,
-            "| {} | {} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs | {rm:.2} | {rp:.2} | median {}, p99 {} |",
+            "| {} | {} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs | {rm:.2} | {rp:.2} | {rr:.1} | {gr:.1} | median {}, p99 {}{raw_target} |",
             p.plugins,
             p.plugin.label(),
             r.median_us,

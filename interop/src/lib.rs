@@ -35,6 +35,7 @@
 //! assert!(out.failed_steps().is_empty());
 //! ```
 
+pub mod bench;
 mod error;
 mod files;
 mod go_build;

@@ -208,7 +208,7 @@ async fn bench_raw(req_len: usize, resp_len: usize, iters: usize, warmup: usize)
 }
 
 /// Median and 99th percentile (nearest rank).
-fn summarize(mut samples: Vec<Duration>) -> Latency {
+pub fn summarize(mut samples: Vec<Duration>) -> Latency {
     assert!(!samples.is_empty(), "no samples");
     samples.sort_unstable();
     let rank = |p: f64| {

@@ -36,9 +36,10 @@ use std::time::{Duration, Instant};
 
 use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
 use nri_api::{
-    Container, ContainerEviction, ContainerState, ContainerUpdate, CreateContainerRequest,
-    PodSandbox, RemoveContainerRequest, StartContainerRequest, StopContainerRequest,
+    Container, ContainerEviction, ContainerState, ContainerUpdate, PodSandbox,
+    RemoveContainerRequest, StartContainerRequest, StopContainerRequest,
 };
+use nri_interop::bench::create_request;
 use prost::Message;
 use serde::Serialize;
 use serde_json::json;
@@ -578,29 +579,6 @@ fn lifecycle_config(i: usize) -> serde_json::Value {
         "RemoveContainer"
     ]);
     cfg
-}
-
-/// The request of call `i`; the Go program sends the same one.
-fn create_request(i: i64) -> CreateContainerRequest {
-    let id = format!("ctr{i}");
-    CreateContainerRequest {
-        pod: Some(PodSandbox {
-            id: "pod0".into(),
-            name: "pod0".into(),
-            uid: "uid0".into(),
-            namespace: "default".into(),
-            ..Default::default()
-        }),
-        container: Some(Container {
-            id: id.clone(),
-            pod_sandbox_id: "pod0".into(),
-            name: id,
-            state: ContainerState::ContainerCreated as i32,
-            args: vec!["sleep".into(), "3600".into()],
-            env: vec!["PATH=/usr/bin:/bin".into()],
-            ..Default::default()
-        }),
-    }
 }
 
 /// Median and 99th percentile (nearest rank).
