@@ -17,11 +17,14 @@
 pub mod adjust;
 pub mod checks;
 pub mod cli;
+pub mod convert;
 pub mod diff;
 pub mod metrics_http;
 pub mod observe;
 pub mod plugins;
+pub mod recording;
 pub mod render;
+pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod samples;
