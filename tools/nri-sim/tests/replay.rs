@@ -60,6 +60,30 @@ fn big_containers(count: usize) -> String {
 /// with `config`) connected through the tap; returns the directory, the
 /// recording and the run.
 async fn record(scenario: &str, config: &str) -> (tempfile::TempDir, PathBuf, Run) {
+    let config = config.to_string();
+    record_with(scenario, move |socket| {
+        let plugin = nri_sim::samples::start(
+            &nri_sim::samples::SampleRun {
+                sample: "logger".into(),
+                name: "logger".into(),
+                index: "10".into(),
+                config,
+                args: Vec::new(),
+            },
+            socket,
+        )
+        .unwrap();
+        Box::new(plugin)
+    })
+    .await
+}
+
+/// Like [`record`], with the plugin `start` connects to the socket it is
+/// given (what it returns is dropped once the run ended).
+async fn record_with(
+    scenario: &str,
+    start: impl FnOnce(&Path) -> Box<dyn std::any::Any + Send>,
+) -> (tempfile::TempDir, PathBuf, Run) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     std::fs::write(path.join("scenario.yaml"), scenario).unwrap();
@@ -85,17 +109,7 @@ async fn record(scenario: &str, config: &str) -> (tempfile::TempDir, PathBuf, Ru
         assert!(tokio::time::Instant::now() < deadline, "no runtime socket");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let plugin = nri_sim::samples::start(
-        &nri_sim::samples::SampleRun {
-            sample: "logger".into(),
-            name: "logger".into(),
-            index: "10".into(),
-            config: config.into(),
-            args: Vec::new(),
-        },
-        &tap_socket,
-    )
-    .unwrap();
+    let plugin = start(&tap_socket);
     let run = sim.await.unwrap();
     drop(plugin);
     // The connection's close line is the last one of the session.
@@ -499,4 +513,112 @@ async fn convert_gives_a_scenario_that_runs_the_same_events() {
         .map(|c| c["event"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(events, recorded_events(&recording), "{text}");
+}
+
+/// Asks for more CPU shares for every container that started, on its own
+/// (UpdateContainers), and adjusts nothing.
+struct Updater {
+    shares: u64,
+}
+
+#[nri_stub::plugin]
+impl nri_stub::Plugin for Updater {
+    async fn post_start_container(
+        &self,
+        ctx: &nri_stub::Context,
+        _pod: &nri_api::PodSandbox,
+        ctr: &nri_api::Container,
+    ) -> nri_stub::HandlerResult<()> {
+        let mut u = nri_api::ContainerUpdate::for_container(ctr.id.clone());
+        u.linux_resources_mut().cpu = Some(nri_api::LinuxCpu {
+            shares: Some(nri_api::OptionalUInt64 { value: self.shares }),
+            ..Default::default()
+        });
+        let _ = ctx.update_containers(vec![u], Vec::new()).await;
+        Ok(())
+    }
+}
+
+/// Runs the updater as external plugin `20-updater` on
+/// `socket`, once the socket exists.
+fn spawn_updater(socket: PathBuf, shares: u64) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !socket.exists() {
+            if tokio::time::Instant::now() > deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let stub = nri_stub::Stub::builder(Updater { shares })
+            .name("updater")
+            .index("20")
+            .socket_path(&socket)
+            .build()
+            .unwrap();
+        let _ = stub.run().await;
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_requests_of_an_external_plugin_are_compared() {
+    let scenario = SCENARIO.replace(
+        "{name: logger, index: \"10\", external: true}",
+        "{name: updater, index: \"20\", external: true}",
+    );
+    let (dir, recording, run) = record_with(&scenario, |socket| {
+        Box::new(spawn_updater(socket.to_path_buf(), 512))
+    })
+    .await;
+    assert!(
+        run.stdout.contains("\"kind\": \"update\""),
+        "{}",
+        run.stdout
+    );
+    let d = dir.path().to_path_buf();
+    let rec = recording.to_str().unwrap().to_string();
+
+    for (shares, code) in [(512, 0), (1024, 1)] {
+        let socket = d.join(format!("replay-{shares}.sock"));
+        let plugin = spawn_updater(socket.clone(), shares);
+        let (dd, rec, sock) = (d.clone(), rec.clone(), socket.to_str().unwrap().to_string());
+        let run = tokio::task::spawn_blocking(move || {
+            sim(
+                &dd,
+                &["replay", &rec, "--socket", &sock, "--output", "json"],
+            )
+        })
+        .await
+        .unwrap();
+        plugin.abort();
+        assert_eq!(run.code, code, "{}\n{}", run.stdout, run.stderr);
+        let doc = run.json();
+        assert_eq!(doc["target"], format!("external: {}", socket.display()));
+        let updates: Vec<&Value> = doc["plugin_requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["method"] == "UpdateContainers")
+            .collect();
+        assert_eq!(updates.len(), 1, "{doc:#}");
+        if code == 0 {
+            assert_eq!(updates[0]["same"], true);
+        } else {
+            assert!(
+                doc["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|m| m["same"] == true),
+                "{doc:#}"
+            );
+            let change = &updates[0]["diff"][0];
+            assert_eq!(
+                change["path"], "/request/update[app]/linux/resources/cpu/shares/value",
+                "{doc:#}"
+            );
+            assert_eq!(change["old"], 512);
+            assert_eq!(change["new"], 1024);
+        }
+    }
 }
