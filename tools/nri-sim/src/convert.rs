@@ -334,6 +334,7 @@ pub fn scenario(session: &Session, source: &str) -> Result<String, RecordingErro
             pm::POST_UPDATE_CONTAINER => b.ctr_event(r, "update", true),
             pm::STOP_CONTAINER => b.ctr_event(r, "stop", false),
             pm::REMOVE_CONTAINER => b.ctr_event(r, "remove", false),
+            pm::SHUTDOWN => {}
             other => b.notes.push(format!(
                 "line {}: {other} has no scenario step; left out",
                 e.line
