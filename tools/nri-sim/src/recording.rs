@@ -373,6 +373,27 @@ mod tests {
     }
 
     #[test]
+    fn a_plugin_that_connected_twice_needs_a_session() {
+        let again = REC.replace("\"session\":1", "\"session\":3");
+        let r = Recording::parse(&format!("{REC}{again}"), "r.jsonl").unwrap();
+        let err = r.select(Some("10-a"), None).unwrap_err().to_string();
+        assert!(err.contains("--session: 1, 3"), "{err}");
+        assert_eq!(r.select(Some("10-a"), Some(3)).unwrap().id, 3);
+        let err = r.select(Some("10-a"), Some(2)).unwrap_err().to_string();
+        assert!(err.contains("no session 2 (sessions: 1, 3)"), "{err}");
+        let bad = format!(
+            "{REC}{}",
+            r#"{"session":1,"plugin":"10-a","type":"oversized","dir":"runtime->plugin","conn":1,"stream":9,"bytes":5000000}"#
+        );
+        let r = Recording::parse(&bad, "r.jsonl").unwrap();
+        let err = r.select(Some("a"), None).unwrap_err().to_string();
+        assert!(
+            err.contains("cannot be replayed: line 7: a message over 4 MiB"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn truncated_and_foreign_lines_are_errors() {
         let cut = &REC[..REC.len() - 20];
         let err = Recording::parse(cut, "r.jsonl").unwrap_err().to_string();

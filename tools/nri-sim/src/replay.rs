@@ -142,7 +142,8 @@ pub struct MessageReport {
     pub recorded: Option<Value>,
     /// The new answer, in the same form (only when different).
     pub new: Option<Value>,
-    /// Field-level differences, from recorded to new.
+    /// Field-level differences, from recorded to new (empty when the
+    /// recording has no answer).
     pub diff: Vec<Change>,
 }
 
@@ -318,9 +319,10 @@ fn runtime_service(seen: Arc<Seen>, recorded_updates: Vec<Option<Answer>>) -> Se
                     serde_json::to_value(&req).unwrap_or(Value::Null),
                 );
                 match recorded.get(n).cloned().flatten() {
-                    Some(a) if a.code != 0 => {
-                        Err(Status::new(Code::from(a.code as i32), a.message))
-                    }
+                    Some(a) if a.code != 0 => Err(Status::new(
+                        Code::from(i32::try_from(a.code).unwrap_or(2)),
+                        a.message,
+                    )),
                     Some(a) => Ok(a
                         .response
                         .and_then(|r| serde_json::from_value::<UpdateContainersResponse>(r).ok())
@@ -511,7 +513,7 @@ pub async fn replay(opts: &Options, say: &crate::runner::Say) -> Result<ReplayRe
     let (trunk, mut running) = connect(opts, &plugin, say)
         .await
         .map_err(ReplayError::Plugin)?;
-    let result = drive(opts, session, &plugin, trunk, &mut running, say).await;
+    let result = drive(opts, session, &plugin, trunk, say).await;
     let report = match result {
         Ok(r) => r,
         Err(e) => {
@@ -537,7 +539,6 @@ async fn drive(
     session: &Session,
     plugin: &str,
     trunk: UnixStream,
-    running: &mut Running,
     say: &crate::runner::Say,
 ) -> Result<ReplayReport, String> {
     let recorded_plugin: Vec<&Exchange> =
@@ -650,7 +651,9 @@ async fn drive(
                 let d = compare(&old, &new, &opts.ignore);
                 (d.is_empty(), d, Some(old))
             }
-            None => (false, diff(&Value::Null, &new), None),
+            // No recorded answer (a recording cut short): different, with
+            // nothing to compare field by field.
+            None => (false, Vec::new(), None),
         };
         messages.push(MessageReport {
             index: i + 1,
@@ -686,7 +689,6 @@ async fn drive(
     client.close();
     mux.close();
     serving.abort();
-    let _ = running;
 
     let mut plugin_requests = Vec::new();
     for method in [rm::REGISTER_PLUGIN, rm::UPDATE_CONTAINERS] {
