@@ -510,10 +510,16 @@ pub async fn replay(opts: &Options, say: &crate::runner::Say) -> Result<ReplayRe
             )));
         }
     }
-    let (trunk, mut running) = connect(opts, &plugin, say)
-        .await
-        .map_err(ReplayError::Plugin)?;
-    let result = drive(opts, session, &plugin, trunk, say).await;
+    let connected = connect(opts, &plugin, say).await;
+    let result = match connected {
+        Ok((trunk, running)) => Ok((drive(opts, session, &plugin, trunk, say).await, running)),
+        Err(e) => Err(e),
+    };
+    // The socket an external plugin connected to is ours to remove.
+    if let Target::Socket(path) = &opts.target {
+        let _ = std::fs::remove_file(path);
+    }
+    let (result, mut running) = result.map_err(ReplayError::Plugin)?;
     let report = match result {
         Ok(r) => r,
         Err(e) => {

@@ -401,6 +401,27 @@ async fn broken_recordings_are_clear_errors() {
             );
         }
     }
+    // No plugin connects: a set-up error, and the socket is removed.
+    let run = sim(
+        d,
+        &[
+            "replay",
+            "rec.jsonl",
+            "--socket",
+            "none.sock",
+            "--wait-timeout",
+            "1s",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("no plugin connected to none.sock within 1s"),
+        "{}",
+        run.stderr
+    );
+    assert!(!d.join("none.sock").exists());
+
     let run = sim(d, &["replay", "missing.jsonl", "--sample", "logger"]);
     assert_eq!(run.code, 2);
     assert!(
