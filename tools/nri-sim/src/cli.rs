@@ -46,6 +46,13 @@ pub enum Command {
     /// Act as a runtime on a socket: plugins connect, then steps come from
     /// the scenario and/or from standard input.
     Serve(ServeArgs),
+    /// Re-drive one plugin with the runtime requests of an nri-tap
+    /// recording and report where its answers differ from the recorded
+    /// ones (exit status 0: same, 1: different, 2: error).
+    Replay(ReplayArgs),
+    /// Turn an nri-tap recording into a scenario (printed on standard
+    /// output) whose steps are the events one plugin received.
+    Convert(ConvertArgs),
 }
 
 impl Default for Command {
@@ -78,6 +85,60 @@ pub struct ServeArgs {
     /// `:9464`) binds the loopback address; name the IP to bind another.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+}
+
+/// Arguments of `replay`.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// The nri-tap recording (JSON lines).
+    pub recording: PathBuf,
+    /// The recorded plugin to replay (`10-logger` or `logger`); needed when
+    /// the recording has several.
+    #[arg(long)]
+    pub plugin: Option<String>,
+    /// The plugin's connection (the recording's `session`) when it
+    /// connected several times.
+    #[arg(long)]
+    pub session: Option<u64>,
+    /// Replay against this sample plugin of `plugins/`, run in-process.
+    #[arg(long, conflicts_with_all = ["socket"])]
+    pub sample: Option<String>,
+    /// The sample's configuration (used when the recorded Configure has
+    /// none, as for plugins that connect on their own).
+    #[arg(long, requires = "sample")]
+    pub config: Option<String>,
+    /// Wait for the plugin to connect to this socket (an external plugin).
+    #[arg(long)]
+    pub socket: Option<PathBuf>,
+    /// How long to wait for the plugin to connect and register.
+    #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
+    pub wait_timeout: std::time::Duration,
+    /// After the last request, wait at most this long for plugin requests
+    /// (UpdateContainers) the recording has and the replay has not seen.
+    #[arg(long, default_value = "1s", value_parser = crate::units::parse_duration)]
+    pub settle: std::time::Duration,
+    /// Leave this field out of every comparison: a JSON pointer as shown in
+    /// the report (`/response/adjust/annotations/stamp`). Repeatable.
+    #[arg(long, value_name = "POINTER")]
+    pub ignore: Vec<String>,
+    /// The plugin program and its arguments, launched as a pre-installed
+    /// plugin (socket on fd 3).
+    #[arg(last = true, value_name = "PLUGIN-COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `convert`.
+#[derive(Debug, clap::Args)]
+pub struct ConvertArgs {
+    /// The nri-tap recording (JSON lines).
+    pub recording: PathBuf,
+    /// The recorded plugin whose events to use (needed when the recording
+    /// has several).
+    #[arg(long)]
+    pub plugin: Option<String>,
+    /// Its connection (`session`) when it connected several times.
+    #[arg(long)]
+    pub session: Option<u64>,
 }
 
 /// Report formats.

@@ -1,7 +1,10 @@
-//! A readable structural diff of two JSON documents (OCI specs): changed
-//! values by JSON pointer; lists of scalars compared as sets (added and
-//! removed entries), lists of objects keyed by `destination`/`type`/`path`
-//! when they have one.
+//! A readable structural diff of two JSON documents (OCI specs, NRI
+//! messages): changed values by JSON pointer; lists of scalars compared as
+//! sets (added and removed entries), lists of objects keyed by
+//! `destination`/`type`/`path`/`containerPath`/`container_id`/`id` when
+//! they have one (a changed entry is compared field by field under
+//! `list[key]`), other lists of objects of the same length entry by entry
+//! (`list/0`).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -24,10 +27,17 @@ fn escape(key: &str) -> String {
 }
 
 fn list_key(v: &Value) -> Option<String> {
-    ["destination", "type", "path", "containerPath"]
-        .iter()
-        .find_map(|k| v.get(*k).and_then(Value::as_str))
-        .map(String::from)
+    [
+        "destination",
+        "type",
+        "path",
+        "containerPath",
+        "container_id",
+        "id",
+    ]
+    .iter()
+    .find_map(|k| v.get(*k).and_then(Value::as_str))
+    .map(String::from)
 }
 
 /// The differences from `old` to `new`.
@@ -100,12 +110,9 @@ fn walk(path: &str, old: &Value, new: &Value, out: &mut Vec<Change>) {
             for va in a {
                 let key = list_key(va);
                 match b.iter().find(|vb| list_key(vb) == key) {
-                    Some(vb) if vb != va => out.push(Change {
-                        path: format!("{path}[{}]", key.unwrap_or_default()),
-                        op: "changed",
-                        old: Some(va.clone()),
-                        new: Some(vb.clone()),
-                    }),
+                    Some(vb) if vb != va => {
+                        walk(&format!("{path}[{}]", key.unwrap_or_default()), va, vb, out)
+                    }
                     Some(_) => {}
                     None => out.push(Change {
                         path: path.into(),
@@ -125,6 +132,13 @@ fn walk(path: &str, old: &Value, new: &Value, out: &mut Vec<Change>) {
                         new: Some(vb.clone()),
                     });
                 }
+            }
+        }
+        (Value::Array(a), Value::Array(b))
+            if a.len() == b.len() && a.iter().chain(b).all(Value::is_object) =>
+        {
+            for (i, (va, vb)) in a.iter().zip(b).enumerate() {
+                walk(&format!("{path}/{i}"), va, vb, out);
             }
         }
         _ => out.push(Change {
@@ -171,6 +185,18 @@ mod tests {
         assert!(find("/annotations", "added").is_some());
         assert_eq!(d.len(), 6, "{d:#?}");
         assert!(diff(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn lists_of_objects_are_compared_field_by_field() {
+        let d = diff(
+            &json!({"mounts": [{"destination": "/d", "source": "/a"}], "u": [{"x": 1}]}),
+            &json!({"mounts": [{"destination": "/d", "source": "/b"}], "u": [{"x": 2}]}),
+        );
+        let paths: Vec<&str> = d.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["/mounts[/d]/source", "/u/0/x"]);
+        let d = diff(&json!([{"x": 1}]), &json!([{"x": 1}, {"x": 2}]));
+        assert_eq!((d.len(), d[0].op), (1, "changed"));
     }
 
     #[test]

@@ -17,10 +17,13 @@
 pub mod adjust;
 pub mod checks;
 pub mod cli;
+pub mod convert;
 pub mod diff;
 pub mod observe;
 pub mod plugins;
+pub mod recording;
 pub mod render;
+pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod samples;

@@ -139,6 +139,23 @@ fn main() -> ExitCode {
             print!("{}", scenario::DEMO);
             ExitCode::SUCCESS
         }
+        Command::Replay(args) => rt.block_on(replay(args, &cli.output, style, progress_style, say)),
+        Command::Convert(args) => {
+            let rec = nri_sim::recording::Recording::load(&args.recording);
+            match rec.and_then(|r| {
+                let s = r.select(args.plugin.as_deref(), args.session)?;
+                nri_sim::convert::scenario(s, &args.recording.display().to_string())
+            }) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{}", style_error(&progress_style, &e.to_string()));
+                    ExitCode::from(EXIT_SETUP)
+                }
+            }
+        }
         Command::Serve(args) => rt.block_on(serve::serve(
             args,
             &cli.output,
@@ -149,6 +166,72 @@ fn main() -> ExitCode {
             capture,
             say,
         )),
+    }
+}
+
+async fn replay(
+    args: nri_sim::cli::ReplayArgs,
+    output: &Output,
+    style: Style,
+    err_style: Style,
+    say: Say,
+) -> ExitCode {
+    use nri_sim::replay::{Options, Target};
+    let fail = |msg: String| {
+        match output {
+            Output::Json => {
+                let doc = serde_json::json!({
+                    "schema": report::SCHEMA,
+                    "type": "replay",
+                    "recording": args.recording.display().to_string(),
+                    "error": msg,
+                    "passed": false,
+                });
+                println!("{doc:#}");
+            }
+            Output::Human => eprintln!("{}", style_error(&err_style, &msg)),
+        }
+        ExitCode::from(EXIT_SETUP)
+    };
+    let target =
+        match (&args.sample, &args.socket, args.command.is_empty()) {
+            (Some(name), None, true) => Target::Sample {
+                name: name.clone(),
+                config: args.config.clone().unwrap_or_default(),
+            },
+            (None, Some(path), true) => Target::Socket(path.clone()),
+            (None, None, false) => Target::Launch(args.command.clone()),
+            (None, None, true) => return fail(
+                "which plugin? `-- PROGRAM ARGS...` launches one, `--socket PATH` waits for one \
+                 to connect, `--sample NAME` runs a sample plugin"
+                    .into(),
+            ),
+            _ => return fail("give only one of `-- PROGRAM`, `--socket` and `--sample`".into()),
+        };
+    let opts = Options {
+        recording: args.recording.clone(),
+        plugin: args.plugin.clone(),
+        session: args.session,
+        target,
+        wait_timeout: args.wait_timeout,
+        settle: args.settle,
+        ignore: args.ignore.clone(),
+    };
+    let report = match nri_sim::replay::replay(&opts, &say).await {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string()),
+    };
+    match output {
+        Output::Json => match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return fail(format!("cannot encode the report: {e}")),
+        },
+        Output::Human => print!("{}", nri_sim::replay::render(&style, &report)),
+    }
+    if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

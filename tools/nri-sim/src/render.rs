@@ -206,7 +206,13 @@ pub fn container(st: &Style, c: &ContainerReport, out: &mut String) {
     if c.diff.is_empty() {
         let _ = writeln!(out, "      {}", st.dim("spec unchanged"));
     }
-    for d in &c.diff {
+    changes(st, &c.diff, out);
+}
+
+/// Diff lines (`+` added, `-` removed, `~` changed, by JSON pointer),
+/// indented under an entry of the report.
+pub fn changes(st: &Style, diff: &[crate::diff::Change], out: &mut String) {
+    for d in diff {
         let line = match d.op {
             "added" => st.green(&format!(
                 "+ {}: {}",

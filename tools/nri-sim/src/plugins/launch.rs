@@ -123,7 +123,7 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// Finds the program: a path (relative to `base`) or a name on `PATH`.
-fn resolve(program: &str, base: &Path) -> Result<PathBuf, String> {
+pub(crate) fn resolve(program: &str, base: &Path) -> Result<PathBuf, String> {
     if program.contains('/') {
         let p = base.join(program);
         let p = std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))?;

@@ -321,7 +321,7 @@ pub struct HooksSpec {
 pub struct HookSpec {
     /// Program.
     pub path: String,
-    /// Arguments (including argv[0]).
+    /// Arguments (including `argv[0]`).
     #[serde(default)]
     pub args: Vec<String>,
     /// Environment (`NAME=value`).
