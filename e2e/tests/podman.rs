@@ -266,6 +266,84 @@ fn unsolicited_update_changes_the_cgroup() {
     podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
 }
 
+/// `podman update` goes through the wrapper's `update` as UpdateContainer
+/// and PostUpdateContainer; the new value lands in the container's cgroup.
+#[test]
+fn podman_update_is_an_nri_update() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hostd = Hostd::start(dir.path(), "").unwrap();
+    let (_logger, log) = start_logger(dir.path(), &hostd);
+    let podman = Podman::with_busybox(dir.path()).unwrap();
+    let id = podman
+        .run_detached(&["--cpu-shares", "256", Podman::BUSYBOX, "sleep", "1000"])
+        .unwrap();
+    let cgroup = format!("/sys/fs/cgroup/cpu/libpod_parent/libpod-{id}/cpu.shares");
+    assert_eq!(fs::read_to_string(&cgroup).unwrap().trim(), "256");
+    podman.ok(&["update", "--cpu-shares", "512", &id]).unwrap();
+    assert_eq!(fs::read_to_string(&cgroup).unwrap().trim(), "512");
+    podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
+    let events = logged_until_removal(&log);
+    let start = events
+        .iter()
+        .position(|e| e == "PostStartContainer")
+        .unwrap();
+    assert_eq!(
+        events[start + 1..start + 3],
+        ["UpdateContainer", "PostUpdateContainer"],
+        "{events:?}"
+    );
+}
+
+/// A plugin's eviction becomes the real runtime's `kill`: the container
+/// stops, and plugins get StopContainer.
+#[test]
+fn eviction_kills_the_container() {
+    if !prepare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hostd = Hostd::start(dir.path(), "").unwrap();
+    let probe = Probe::start(dir.path(), &hostd);
+    let podman = Podman::with_busybox(dir.path()).unwrap();
+    let id = podman
+        .run_detached(&[
+            "--hostname",
+            "c0",
+            "--annotation",
+            "e2e.nri-rs.dev/evict.c0=out of memory budget",
+            Podman::BUSYBOX,
+            "sleep",
+            "1000",
+        ])
+        .unwrap();
+    let result = wait_for("the probe's eviction to be answered", WAIT, || {
+        probe.events("UpdateContainersResult").into_iter().next()
+    })
+    .unwrap();
+    assert_eq!(
+        (result["evicted"].as_u64(), result["failed"].as_u64()),
+        (Some(1), Some(0)),
+        "{result}"
+    );
+    // The real runtime's own view: the container is no longer running.
+    // (Once podman has cleaned up after the exit, runc knows it no more.)
+    wait_for("the evicted container to stop", WAIT, || {
+        let out = Command::new("runc").args(["state", &id]).output().ok()?;
+        let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (state["status"] != "running").then_some(())
+    })
+    .unwrap();
+    let stop = wait_for("StopContainer at the probe", WAIT, || {
+        probe.events("StopContainer").into_iter().next()
+    })
+    .unwrap();
+    assert_eq!(stop["container"], id.as_str(), "{stop}");
+    podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
+}
+
 /// The daemon killed while containers run; one container removed while it
 /// is down; restarted, it synchronizes plugins with exactly the container
 /// still running.

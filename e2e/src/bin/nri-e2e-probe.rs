@@ -4,7 +4,9 @@
 //! (Synchronize with the ids of the pods and containers listed), and once a
 //! container started whose pod has the annotation
 //! `e2e.nri-rs.dev/cpu-shares.<container name>: N`, it asks the runtime, unsolicited,
-//! to set that container's CPU shares to N, and records the outcome.
+//! to set that container's CPU shares to N, and records the outcome. With the
+//! annotation `e2e.nri-rs.dev/evict.<container name>: REASON` it asks, the same
+//! way, for the container's eviction.
 //!
 //! ```text
 //! nri-e2e-probe --socket PATH --name NAME --idx NN --record FILE [--once]
@@ -21,11 +23,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use nri_stub::api::{Container, ContainerUpdate, PodSandbox};
+use nri_stub::api::{Container, ContainerEviction, ContainerUpdate, PodSandbox};
 use nri_stub::{Backoff, Context, CreateContainerResult, Plugin, Stub};
 use serde_json::{json, Value};
 
 const CPU_SHARES_ANNOTATION: &str = "e2e.nri-rs.dev/cpu-shares.";
+const EVICT_ANNOTATION: &str = "e2e.nri-rs.dev/evict.";
 
 #[derive(Clone)]
 struct Probe {
@@ -128,25 +131,42 @@ impl Plugin for Probe {
     ) -> nri_stub::HandlerResult<()> {
         self.event("PostStartContainer", pod, Some(ctr));
         let key = format!("{CPU_SHARES_ANNOTATION}{}", ctr.name);
+        let mut updates = Vec::new();
+        let mut shares = None;
         if let Some(value) = pod.annotations.get(&key) {
-            let shares: u64 = value
+            let n: u64 = value
                 .parse()
                 .map_err(|e| format!("annotation {key}: {value:?}: {e}"))?;
             let mut update = ContainerUpdate::for_container(ctr.id.clone());
-            update.set_linux_cpu_shares(shares);
+            update.set_linux_cpu_shares(n);
+            updates.push(update);
+            shares = Some(n);
+        }
+        let evictions: Vec<ContainerEviction> = pod
+            .annotations
+            .get(&format!("{EVICT_ANNOTATION}{}", ctr.name))
+            .map(|reason| ContainerEviction {
+                container_id: ctr.id.clone(),
+                reason: reason.clone(),
+            })
+            .into_iter()
+            .collect();
+        if !updates.is_empty() || !evictions.is_empty() {
+            let evicted = evictions.len();
             // Unsolicited: sent after the handler returned, as a plugin reacting
             // to something outside the runtime would.
             let handle = ctx.runtime_handle().clone();
             let probe = self.clone();
             let id = ctr.id.clone();
             tokio::spawn(async move {
-                let result = handle.update_containers(vec![update], Vec::new()).await;
+                let result = handle.update_containers(updates, evictions).await;
                 let (failed, error) = match result {
                     Ok(failed) => (failed.len(), String::new()),
                     Err(e) => (1, e.to_string()),
                 };
                 probe.write(json!({"event": "UpdateContainersResult", "container": id,
-                                   "shares": shares, "failed": failed, "error": error}));
+                                   "shares": shares, "evicted": evicted,
+                                   "failed": failed, "error": error}));
             });
         }
         Ok(())
