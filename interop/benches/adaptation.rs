@@ -633,7 +633,8 @@ fn render_create(d: &mut String, res: &Results, counts: Counts) {
          bytes per test plugin, {} / {} per minimal plugin, mux and ttRPC headers included), \
          plugin after plugin, with no protocol at all. R/raw and G/raw are each runtime's \
          median over its raw chain's; target for 8 plugins with our runtime: R/raw ≤ \
-         {RAW_CHAIN_TARGET}.\n",
+         {RAW_CHAIN_TARGET}. Where the time between the two goes (system calls per hop, \
+         CPU samples): [PERFORMANCE-profile.md](PERFORMANCE-profile.md).\n",
         res.raw.test_bytes.0, res.raw.test_bytes.1, res.raw.min_bytes.0, res.raw.min_bytes.1,
     );
     let _ = writeln!(
