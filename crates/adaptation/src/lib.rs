@@ -79,6 +79,7 @@ mod policy;
 mod replace;
 mod restart;
 mod runtime;
+mod trace;
 mod validate;
 
 pub use adaptation::{Adaptation, PluginSyncBlock};
@@ -95,6 +96,7 @@ pub use plugin::{PluginInfo, PluginKind};
 pub use policy::TimeoutPolicy;
 pub use restart::RestartPolicy;
 pub use runtime::{FailedRequests, RuntimeHooks, Synchronizer};
+pub use trace::{with_trace_parent, TraceContext};
 
 /// The examples of the README, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -17,6 +17,8 @@ use crate::adaptation::Adaptation;
 use crate::adaptation_error::{Error, PluginError};
 use crate::merge::{CreateResult, StopResult, UpdateResult};
 use crate::plugin::{Plugin, Rpc};
+use crate::trace::TraceContext;
+use tracing::Instrument;
 
 /// A failed plugin call: fatal errors drop the plugin and the call goes on
 /// (`Ok`), other errors fail the call.
@@ -55,32 +57,43 @@ impl Adaptation {
     /// lifecycle lock, then removes plugins that closed. The event is
     /// numbered and queued for synchronizing plugins first (see
     /// `crate::backlog`).
+    ///
+    /// The request runs in a `nri.request` span and gets its trace context
+    /// (see `crate::trace`), which `call` passes on to the plugin calls.
     async fn dispatch<R, T, F, Fut>(&self, req: R, call: F) -> Result<T, Error>
     where
         R: Rpc,
-        F: FnOnce(Vec<Arc<Plugin>>, R) -> Fut,
+        F: FnOnce(Vec<Arc<Plugin>>, R, TraceContext) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
-        let _lifecycle = self.inner.lifecycle.lock().await;
-        let shown = self.inner.backlogs.record(|| req.queued());
-        let mut plugins = self.inner.snapshot();
-        if !shown.is_empty() {
-            // Their synchronization showed this event already.
-            plugins.retain(|p| !shown.iter().any(|s| Arc::ptr_eq(s, p)));
+        let (trace, parent) = crate::trace::request_context();
+        let span = crate::trace::request_span(R::METHOD, &req, &trace, parent.as_ref());
+        let recorder = span.clone();
+        async move {
+            let _lifecycle = self.inner.lifecycle.lock().await;
+            let shown = self.inner.backlogs.record(|| req.queued());
+            let mut plugins = self.inner.snapshot();
+            if !shown.is_empty() {
+                // Their synchronization showed this event already.
+                plugins.retain(|p| !shown.iter().any(|s| Arc::ptr_eq(s, p)));
+            }
+            let result = call(plugins, req, trace).await;
+            self.inner.remove_closed();
+            recorder.record("outcome", if result.is_ok() { "ok" } else { "error" });
+            result
         }
-        let result = call(plugins, req).await;
-        self.inner.remove_closed();
-        result
+        .instrument(span)
+        .await
     }
 
     /// Delivers a notification to every subscribed plugin.
     async fn notify<R: Rpc>(&self, req: R) -> Result<(), Error> {
-        self.dispatch(req, |plugins, req| async move {
+        self.dispatch(req, |plugins, req, trace| async move {
             for p in &plugins {
                 if p.is_closed() {
                     continue;
                 }
-                if let Err(e) = p.call_event(&req).await {
+                if let Err(e) = p.call_event(&req, &trace).await {
                     handle_error(p, R::METHOD, e)?;
                 }
             }
@@ -150,7 +163,7 @@ impl Adaptation {
         &self,
         req: CreateContainerRequest,
     ) -> Result<CreateContainerResponse, Error> {
-        self.dispatch(req, |plugins, req| async move {
+        self.dispatch(req, |plugins, req, trace| async move {
             let connected: Vec<(String, String)> = plugins
                 .iter()
                 .filter(|p| !p.is_closed())
@@ -182,7 +195,7 @@ impl Adaptation {
                         index: p.idx.clone(),
                     });
                 }
-                let reply = match p.call_event(result.request()).await {
+                let reply = match p.call_event(result.request(), &trace).await {
                     Ok(Some(reply)) => reply,
                     Ok(None) => continue,
                     Err(e) => {
@@ -210,7 +223,7 @@ impl Adaptation {
                     v.adjust = outcome.response.adjust.clone();
                     v.update = outcome.response.update.clone();
                     v.owners = Some(outcome.owners.into_proto());
-                    crate::validate::validate(validators, v).await?;
+                    crate::validate::validate(validators, v, &trace).await?;
                 }
             }
             Ok(outcome.response)
@@ -258,13 +271,13 @@ impl Adaptation {
         &self,
         req: UpdateContainerRequest,
     ) -> Result<UpdateContainerResponse, Error> {
-        self.dispatch(req, |plugins, req| async move {
+        self.dispatch(req, |plugins, req, trace| async move {
             let mut result = UpdateResult::new(req);
             for p in &plugins {
                 if p.is_closed() {
                     continue;
                 }
-                let reply = match p.call_event(result.request()).await {
+                let reply = match p.call_event(result.request(), &trace).await {
                     Ok(Some(reply)) => reply,
                     Ok(None) => continue,
                     Err(e) => {
@@ -297,13 +310,13 @@ impl Adaptation {
     }
 
     async fn stop_call(&self, req: StopContainerRequest) -> Result<StopContainerResponse, Error> {
-        self.dispatch(req, |plugins, req| async move {
+        self.dispatch(req, |plugins, req, trace| async move {
             let mut result = StopResult::new();
             for p in &plugins {
                 if p.is_closed() {
                     continue;
                 }
-                let reply = match p.call_event(&req).await {
+                let reply = match p.call_event(&req, &trace).await {
                     Ok(Some(reply)) => reply,
                     Ok(None) => continue,
                     Err(e) => {

@@ -7,6 +7,7 @@ use nri_api::ValidateContainerAdjustmentRequest;
 
 use crate::adaptation_error::{Error, PluginError};
 use crate::plugin::Plugin;
+use crate::trace::TraceContext;
 
 /// Runs all `validators` (in plugin order) on `req` at once and waits for
 /// all. Fatal call errors close the validator, and a failed call fails the
@@ -16,15 +17,17 @@ use crate::plugin::Plugin;
 pub(crate) async fn validate(
     validators: Vec<Arc<Plugin>>,
     req: ValidateContainerAdjustmentRequest,
+    trace: &TraceContext,
 ) -> Result<(), Error> {
     let req = Arc::new(req);
     let tasks: Vec<_> = validators
         .into_iter()
         .map(|p| {
             let req = req.clone();
+            let trace = trace.clone();
             let task = tokio::spawn({
                 let p = p.clone();
-                async move { p.call_event(&*req).await }
+                async move { p.call_event(&*req, &trace).await }
             });
             (p, task)
         })

@@ -65,10 +65,12 @@ pub mod optional;
 pub mod plugin;
 mod resources;
 pub mod service;
+mod subject;
 mod update;
 pub mod version;
 
 pub use event::{EventMask, ParseEventError};
+pub use subject::Subject;
 
 /// Any error, boxed: what plugin handlers, runtime hooks, builtin plugins and
 /// OCI callbacks return. Defined once here and re-exported by `nri-stub`,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nri_api::{ContainerEviction, ContainerUpdate};
+use nri_ttrpc::TraceContext;
 
 use crate::{Error, RuntimeHandle};
 
@@ -75,6 +76,8 @@ pub struct ConfigureInfo {
 #[derive(Debug, Clone)]
 pub struct Context {
     inner: Arc<Inner>,
+    /// The trace context of the request being handled.
+    trace: Option<TraceContext>,
 }
 
 #[derive(Debug)]
@@ -101,7 +104,37 @@ impl Context {
                 runtime,
                 handle,
             }),
+            trace: None,
         }
+    }
+
+    /// This context for a request that came with `trace`.
+    pub(crate) fn with_trace(mut self, trace: Option<TraceContext>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The trace context the runtime sent with the request being handled
+    /// (W3C `traceparent` / `tracestate` in the ttRPC request metadata, as
+    /// containerd's `otelttrpc` interceptors and `nri-adaptation` send
+    /// them), or `None` when the request carried none or an invalid one.
+    ///
+    /// Its [`trace_id`](TraceContext::trace_id_hex) is the runtime's trace;
+    /// its [`span_id`](TraceContext::span_id_hex) is the runtime's span of
+    /// this call, the parent of the plugin's work. The handler runs inside a
+    /// `nri.plugin_request` span that records both (`trace_id`,
+    /// `parent_span_id`). To call on with the same trace, use
+    /// [`TraceContext::child`].
+    ///
+    /// ```no_run
+    /// # fn demo(ctx: &nri_stub::Context) {
+    /// if let Some(trace) = ctx.trace_context() {
+    ///     tracing::info!(trace_id = %trace.trace_id_hex(), "handling a traced request");
+    /// }
+    /// # }
+    /// ```
+    pub fn trace_context(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
     }
 
     /// The plugin's full name, `<index>-<name>`, as the runtime knows it.

@@ -65,6 +65,7 @@ mod runtime_handle;
 mod server;
 mod session;
 mod stub;
+mod trace;
 mod version;
 
 pub use builder::StubBuilder;
@@ -82,6 +83,8 @@ pub use version::PLUGIN_NRI_VERSION;
 /// The NRI protocol types (`nri-api`), e.g. [`api::Container`], [`api::ContainerAdjustment`].
 pub use nri_api as api;
 pub use nri_api::EventMask;
+/// W3C trace context as received with a request; see [`Context::trace_context`].
+pub use nri_ttrpc::TraceContext;
 
 /// Makes `async fn` in trait impls work; applied by [`plugin`] already. Use it directly
 /// only on a `Plugin` impl written without [`plugin`].

@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use nri_api::service::{plugin as method, PLUGIN_SERVICE};
 use nri_ttrpc::Server;
+use tracing::Instrument;
 
 use crate::session::Session;
+use crate::trace;
 use crate::Plugin;
 
 /// A server with every Plugin-service method registered.
@@ -15,14 +17,22 @@ pub(crate) fn plugin_server<P: Plugin>(session: Arc<Session<P>>) -> Server {
     macro_rules! route {
         ($($name:expr => $handler:ident),* $(,)?) => {$({
             let session = Arc::clone(&session);
-            server.register_msg(PLUGIN_SERVICE, $name, move |_ctx, req| {
+            server.register_msg(PLUGIN_SERVICE, $name, move |ctx, req| {
                 let session = Arc::clone(&session);
+                let trace = trace::incoming(&ctx);
+                let span = trace::request_span(&session.plugin_name(), $name, &req, trace.as_ref());
+                let recorder = span.clone();
                 async move {
-                    match crate::panic::catching(session.$handler(req)).await {
-                        Ok(reply) => reply,
-                        Err(caught) => Err(session.handler_panicked($name, caught)),
-                    }
+                    let handled = trace::scope(trace, session.$handler(req));
+                    let (reply, outcome) = match crate::panic::catching(handled).await {
+                        Ok(Ok(reply)) => (Ok(reply), "ok"),
+                        Ok(Err(status)) => (Err(status), "error"),
+                        Err(caught) => (Err(session.handler_panicked($name, caught)), "panic"),
+                    };
+                    recorder.record("outcome", outcome);
+                    reply
                 }
+                .instrument(span)
             });
         })*};
     }

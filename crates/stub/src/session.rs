@@ -97,12 +97,18 @@ impl<P: Plugin> Session<P> {
 
     /// The handler context; events before Configure are a protocol violation.
     fn context(&self) -> Result<Context, Status> {
-        self.state().context.clone().ok_or_else(|| {
+        let ctx = self.state().context.clone().ok_or_else(|| {
             Status::new(
                 nri_ttrpc::Code::FailedPrecondition,
                 "plugin has not been configured",
             )
-        })
+        })?;
+        Ok(ctx.with_trace(crate::trace::current()))
+    }
+
+    /// The plugin's full name, for spans.
+    pub(crate) fn plugin_name(&self) -> String {
+        self.identity.full_name()
     }
 
     fn report_configured(&self, outcome: Result<(), Error>) {
@@ -169,6 +175,7 @@ impl<P: Plugin> Session<P> {
             self.handle.clone(),
         );
         self.state().context = Some(ctx.clone());
+        let ctx = ctx.with_trace(crate::trace::current());
 
         let info = ConfigureInfo {
             config: req.config,

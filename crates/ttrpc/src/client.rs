@@ -206,6 +206,59 @@ impl Client {
         payload: Vec<u8>,
         timeout: Option<Duration>,
     ) -> Result<Vec<u8>, Error> {
+        self.call_with_metadata::<&str, &str>(service, method, payload, timeout, &[])
+            .await
+    }
+
+    /// Like [`Client::call`], sending `metadata` in the request envelope
+    /// (`Request.metadata`, field 5: one `KeyValue{key = 1, value = 2}` per
+    /// entry, in the given order).
+    ///
+    /// Keys are lowercased, as Go's `ttrpc.MD` stores them (Go servers look
+    /// keys up lowercased, so a mixed-case key would not be found there).
+    /// Repeated keys are sent as repeated entries, which Go collects into
+    /// one key with several values. Go's client sends entries in map order,
+    /// which is unspecified; the server side of either implementation does
+    /// not depend on order.
+    ///
+    /// This is how trace context crosses the wire (see [`crate::trace`]):
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use nri_ttrpc::{Client, Server, TraceContext};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut server = Server::new();
+    /// server.register("demo.Trace", "Id", |ctx, _payload: Vec<u8>| {
+    ///     let id = TraceContext::from_metadata(&ctx.metadata).map(|t| t.trace_id_hex());
+    ///     Box::pin(async move { Ok(id.unwrap_or_default().into_bytes()) })
+    ///         as nri_ttrpc::BoxFuture<'static, _>
+    /// });
+    /// let (client_io, server_io) = tokio::net::UnixStream::pair()?;
+    /// tokio::spawn(Arc::new(server).serve(server_io));
+    /// let client = Client::new(client_io);
+    ///
+    /// let trace = TraceContext::generate();
+    /// let reply = client
+    ///     .call_with_metadata("demo.Trace", "Id", Vec::new(), None, &trace.to_metadata())
+    ///     .await?;
+    /// assert_eq!(reply, trace.trace_id_hex().into_bytes());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call_with_metadata<K, V>(
+        &self,
+        service: &str,
+        method: &str,
+        payload: Vec<u8>,
+        timeout: Option<Duration>,
+        metadata: &[(K, V)],
+    ) -> Result<Vec<u8>, Error>
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
         let shared = &*self.handle.shared;
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let request = proto::Request {
@@ -213,7 +266,13 @@ impl Client {
             method: method.to_owned(),
             payload,
             timeout_nano: timeout.map(timeout_nano).unwrap_or(0),
-            metadata: Vec::new(),
+            metadata: metadata
+                .iter()
+                .map(|(k, v)| proto::KeyValue {
+                    key: k.as_ref().to_ascii_lowercase(),
+                    value: v.as_ref().to_owned(),
+                })
+                .collect(),
         };
         let frame = frame::encode_frame(0, MESSAGE_TYPE_REQUEST, 0, &request)?;
         drop(request);
@@ -256,8 +315,42 @@ impl Client {
         Req: Message,
         Resp: Message + Default,
     {
+        self.call_msg_with_metadata::<_, _, &str, &str>(service, method, request, timeout, &[])
+            .await
+    }
+
+    /// Like [`Client::call_msg`], with request metadata as in
+    /// [`Client::call_with_metadata`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: &nri_ttrpc::Client) -> Result<(), nri_ttrpc::Error> {
+    /// use nri_ttrpc::TraceContext;
+    ///
+    /// let trace = TraceContext::generate();
+    /// let reply: Vec<u8> = client
+    ///     .call_msg_with_metadata("svc", "M", &Vec::<u8>::new(), None, &trace.to_metadata())
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call_msg_with_metadata<Req, Resp, K, V>(
+        &self,
+        service: &str,
+        method: &str,
+        request: &Req,
+        timeout: Option<Duration>,
+        metadata: &[(K, V)],
+    ) -> Result<Resp, Error>
+    where
+        Req: Message,
+        Resp: Message + Default,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
         let payload = request.encode_to_vec();
-        let reply = self.call(service, method, payload, timeout).await?;
+        let reply = self
+            .call_with_metadata(service, method, payload, timeout, metadata)
+            .await?;
         Resp::decode(reply.as_slice())
             .map_err(|e| Error::Protocol(format!("invalid {service}/{method} response: {e}")))
     }

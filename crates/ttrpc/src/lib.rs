@@ -24,7 +24,11 @@
 //! its replies cannot make it queue work without limit; see the
 //! [flow control](Server#flow-control) notes and the README.
 //!
-//! Streaming RPCs and request metadata on the client side are not supported.
+//! Request metadata travels both ways: the client sends it with
+//! [`Client::call_with_metadata`], handlers read it from
+//! [`RequestContext::metadata`]. The [`trace`] module carries W3C trace
+//! context (`traceparent`, `tracestate`) in it, as containerd's `otelttrpc`
+//! interceptors do. Streaming RPCs are not supported.
 //!
 //! # Example
 //!
@@ -68,6 +72,7 @@ pub mod frame;
 pub mod proto;
 mod server;
 mod status;
+pub mod trace;
 
 pub use client::Client;
 pub use code::Code;
@@ -76,3 +81,4 @@ pub use error::Error;
 pub use frame::MAX_MESSAGE_LEN;
 pub use server::{BoxFuture, Handler, Server, DEFAULT_MAX_IN_FLIGHT};
 pub use status::Status;
+pub use trace::TraceContext;

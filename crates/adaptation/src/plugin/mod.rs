@@ -17,6 +17,7 @@ use crate::adaptation_error::{Error, PluginError};
 use crate::builtin::BuiltinPlugin;
 use crate::metrics::Metrics;
 use crate::runtime::RuntimeHooks;
+use crate::trace::TraceContext;
 
 pub(crate) use rpc::Rpc;
 
@@ -218,16 +219,35 @@ impl Plugin {
             return;
         }
         let timeout = self.request_timeout();
-        match &self.backend {
-            Backend::Builtin(b) => {
-                if tokio::time::timeout(timeout, b.shutdown()).await.is_err() {
-                    tracing::warn!(plugin = %self.name, "builtin plugin did not shut down in time");
-                }
+        let call = async {
+            match &self.backend {
+                Backend::Builtin(b) => tokio::time::timeout(timeout, b.shutdown())
+                    .await
+                    .map_err(|_| PluginError::Timeout),
+                Backend::Remote(r) => r
+                    .shutdown(timeout)
+                    .await
+                    .map(drop)
+                    .map_err(PluginError::from),
             }
-            Backend::Remote(r) => {
-                if let Err(e) = r.shutdown(timeout).await {
-                    tracing::debug!(plugin = %self.name, error = %e, "Shutdown request failed");
-                }
+        };
+        let (trace, _) = crate::trace::request_context();
+        let result = crate::trace::plugin_call(
+            &self.name,
+            nri_api::service::plugin::SHUTDOWN,
+            &crate::trace::NoSubject,
+            &trace,
+            call,
+            crate::trace::outcome,
+        )
+        .await;
+        match (&self.backend, result) {
+            (_, Ok(())) => {}
+            (Backend::Builtin(_), Err(_)) => {
+                tracing::warn!(plugin = %self.name, "builtin plugin did not shut down in time");
+            }
+            (Backend::Remote(_), Err(e)) => {
+                tracing::debug!(plugin = %self.name, error = %e, "Shutdown request failed");
             }
         }
     }
@@ -244,28 +264,40 @@ impl Plugin {
             request_timeout: millis(self.request_timeout()),
             nri_version: nri_api::NRI_VERSION.to_string(),
         };
-        let reply = match &self.backend {
-            Backend::Builtin(b) => {
-                match tokio::time::timeout(self.request_timeout(), b.configure(&req)).await {
-                    Ok(Ok(mut reply)) => {
-                        if reply.events == 0 {
-                            reply.events = b.events().raw();
+        let call = async {
+            match &self.backend {
+                Backend::Builtin(b) => {
+                    match tokio::time::timeout(self.request_timeout(), b.configure(&req)).await {
+                        Ok(Ok(mut reply)) => {
+                            if reply.events == 0 {
+                                reply.events = b.events().raw();
+                            }
+                            Ok(reply)
                         }
-                        Ok(reply)
+                        Ok(Err(e)) => Err(PluginError::Builtin(e)),
+                        Err(_) => Err(PluginError::Timeout),
                     }
-                    Ok(Err(e)) => Err(PluginError::Builtin(e)),
-                    Err(_) => Err(PluginError::Timeout),
                 }
+                Backend::Remote(r) => r
+                    .call::<_, ConfigureResponse>(
+                        nri_api::service::plugin::CONFIGURE,
+                        &req,
+                        self.request_timeout(),
+                    )
+                    .await
+                    .map_err(PluginError::from),
             }
-            Backend::Remote(r) => r
-                .call::<_, ConfigureResponse>(
-                    nri_api::service::plugin::CONFIGURE,
-                    &req,
-                    self.request_timeout(),
-                )
-                .await
-                .map_err(PluginError::from),
         };
+        let (trace, _) = crate::trace::request_context();
+        let reply = crate::trace::plugin_call(
+            &self.name,
+            nri_api::service::plugin::CONFIGURE,
+            &crate::trace::NoSubject,
+            &trace,
+            call,
+            crate::trace::outcome,
+        )
+        .await;
         if let Ok(reply) = &reply {
             *self
                 .failure_policy
@@ -305,16 +337,35 @@ impl Plugin {
         }
     }
 
-    /// Calls the plugin for one event. `Ok(None)`: the plugin is not
-    /// subscribed (or was just unsubscribed, decision [1]).
+    /// Calls the plugin for one event, as part of the runtime request
+    /// `trace` (the call runs in a `nri.plugin_call` span and sends its own
+    /// child context). `Ok(None)`: the plugin is not subscribed (or was just
+    /// unsubscribed, decision [1]).
     pub(crate) async fn call_event<R: Rpc>(
         &self,
         req: &R,
+        trace: &TraceContext,
     ) -> Result<Option<R::Response>, PluginError> {
-        let event = R::EVENT;
-        if !self.subscribed(event) {
+        if !self.subscribed(R::EVENT) {
             return Ok(None);
         }
+        crate::trace::plugin_call(
+            &self.name,
+            R::METHOD,
+            req,
+            trace,
+            self.call_subscribed(req),
+            |result| match result {
+                Ok(Some(_)) => "ok",
+                Ok(None) => "unimplemented",
+                Err(e) => crate::trace::error_outcome(e),
+            },
+        )
+        .await
+    }
+
+    async fn call_subscribed<R: Rpc>(&self, req: &R) -> Result<Option<R::Response>, PluginError> {
+        let event = R::EVENT;
         let timeout = self.request_timeout();
         let result = match &self.backend {
             Backend::Builtin(b) => {

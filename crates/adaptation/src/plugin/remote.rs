@@ -122,6 +122,8 @@ impl Remote {
         self.pid
     }
 
+    /// Calls the plugin; the request carries the trace context of the
+    /// current plugin call (`crate::trace::plugin_call`), if any.
     pub(crate) async fn call<Req, Resp>(
         &self,
         method: &str,
@@ -132,8 +134,9 @@ impl Remote {
         Req: prost::Message,
         Resp: prost::Message + Default,
     {
+        let metadata = crate::trace::call_metadata();
         self.client
-            .call_msg(PLUGIN_SERVICE, method, req, Some(timeout))
+            .call_msg_with_metadata(PLUGIN_SERVICE, method, req, Some(timeout), &metadata)
             .await
     }
 

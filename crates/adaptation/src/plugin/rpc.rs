@@ -10,7 +10,7 @@ use crate::backlog::Queued;
 use crate::builtin::BuiltinPlugin;
 
 /// An event request sent to plugins.
-pub(crate) trait Rpc: prost::Message + Send + Sync + 'static {
+pub(crate) trait Rpc: prost::Message + nri_api::Subject + Send + Sync + 'static {
     /// The event (and subscription bit) of the request.
     const EVENT: Event;
     /// The ttRPC method; also the event's name in logs and metrics.

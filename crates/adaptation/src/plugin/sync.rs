@@ -90,8 +90,20 @@ impl Plugin {
                 .map_err(Error::Synchronize)
             }
             Backend::Remote(_) => {
-                self.synchronize_split(pods, containers, &mut messages)
-                    .await
+                let (trace, _) = crate::trace::request_context();
+                crate::trace::plugin_call(
+                    &self.name,
+                    method::SYNCHRONIZE,
+                    &crate::trace::NoSubject,
+                    &trace,
+                    self.synchronize_split(pods, containers, &mut messages),
+                    |result| match result {
+                        Ok(_) => "ok",
+                        Err(Error::Synchronize(e)) => crate::trace::error_outcome(e),
+                        Err(_) => "error",
+                    },
+                )
+                .await
             }
         };
         self.settings

@@ -41,6 +41,10 @@ type Config struct {
 	Unsolicited []Unsolicited `json:"unsolicited,omitempty"`
 	// FailurePolicy is announced in the Configure response.
 	FailurePolicy *api.FailurePolicy `json:"failure_policy,omitempty"`
+	// Trace installs containerd's otelttrpc server interceptor (with an
+	// OpenTelemetry SDK tracer): handlers run in a span continuing the
+	// runtime's trace, and log entries carry its trace id.
+	Trace bool `json:"trace,omitempty"`
 	// ByContainer overrides the per-event behaviour for events about one
 	// container, keyed by container id or name (the id is looked up first).
 	// This lets one plugin process answer many independent cases.

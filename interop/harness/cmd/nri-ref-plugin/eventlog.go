@@ -34,6 +34,10 @@ type Entry struct {
 	Updates    []*api.ContainerUpdate                  `json:"updates,omitempty"`
 	Failed     []*api.ContainerUpdate                  `json:"failed,omitempty"`
 	Error      string                                  `json:"error,omitempty"`
+	// TraceID and ParentSpanID: the trace of the handler's span and the
+	// remote span it continues (with "trace" in the configuration).
+	TraceID      string `json:"trace_id,omitempty"`
+	ParentSpanID string `json:"parent_span_id,omitempty"`
 }
 
 // eventLog appends JSON lines to a file; safe for concurrent use.

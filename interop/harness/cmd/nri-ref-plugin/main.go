@@ -16,7 +16,11 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
+	"github.com/containerd/otelttrpc"
 	"github.com/containerd/ttrpc"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type plugin struct {
@@ -58,6 +62,18 @@ func main() {
 
 	p := &plugin{cfg: cfg, log: elog, fired: map[int]bool{}}
 
+	serverInterceptors := []ttrpc.UnaryServerInterceptor{p.serverInterceptor}
+	if cfg.Trace {
+		tp := sdktrace.NewTracerProvider()
+		defer tp.Shutdown(context.Background())
+		serverInterceptors = append([]ttrpc.UnaryServerInterceptor{
+			otelttrpc.UnaryServerInterceptor(
+				otelttrpc.WithTracerProvider(tp),
+				otelttrpc.WithPropagators(propagation.TraceContext{}),
+			),
+		}, serverInterceptors...)
+	}
+
 	closed := make(chan struct{})
 	opts := []stub.Option{
 		stub.WithOnClose(func() {
@@ -66,7 +82,7 @@ func main() {
 		}),
 		stub.WithTTRPCOptions(
 			[]ttrpc.ClientOpts{ttrpc.WithUnaryClientInterceptor(p.clientInterceptor)},
-			[]ttrpc.ServerOpt{ttrpc.WithUnaryServerInterceptor(p.serverInterceptor)},
+			[]ttrpc.ServerOpt{ttrpc.WithChainUnaryServerInterceptor(serverInterceptors...)},
 		),
 	}
 	preLaunched := os.Getenv(api.PluginSocketEnvVar) != ""
@@ -110,6 +126,15 @@ func main() {
 // return the configured error.
 func (p *plugin) enter(ctx context.Context, e *Entry) error {
 	e.RPC = rpcOf(ctx)
+	if p.cfg.Trace {
+		// The span otelttrpc's server interceptor started for this request.
+		if span, ok := trace.SpanFromContext(ctx).(sdktrace.ReadOnlySpan); ok {
+			e.TraceID = span.SpanContext().TraceID().String()
+			if parent := span.Parent(); parent.IsValid() {
+				e.ParentSpanID = parent.SpanID().String()
+			}
+		}
+	}
 	p.log.write(e)
 	if code, ok := p.cfg.Exit[e.Event]; ok {
 		os.Exit(code)

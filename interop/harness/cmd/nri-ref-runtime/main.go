@@ -13,7 +13,11 @@ import (
 
 	"github.com/containerd/nri/pkg/adaptation"
 	"github.com/containerd/nri/pkg/api"
+	"github.com/containerd/otelttrpc"
 	"github.com/containerd/ttrpc"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"nri-rs.dev/interop/harness/internal/scenario"
 )
@@ -56,6 +60,8 @@ type runner struct {
 	fail  map[string]bool
 	nri   *adaptation.Adaptation
 	strip bool
+	// tracer starts the span of each step (scenarios with "trace").
+	tracer trace.Tracer
 }
 
 func run(sc *scenario.Scenario, socketPath, pluginDir, configDir string, strip bool) *scenario.Output {
@@ -84,8 +90,22 @@ func run(sc *scenario.Scenario, socketPath, pluginDir, configDir string, strip b
 		out.Error = err.Error()
 		return out
 	}
+	clientInterceptors := []ttrpc.UnaryClientInterceptor{rt.rec.ClientInterceptor}
+	if sc.Trace {
+		// A real SDK tracer provider (sampling every root span, exporting
+		// nowhere) and the W3C propagator, as containerd configures them.
+		tp := sdktrace.NewTracerProvider()
+		defer tp.Shutdown(context.Background())
+		rt.tracer = tp.Tracer("nri-ref-runtime")
+		clientInterceptors = append([]ttrpc.UnaryClientInterceptor{
+			otelttrpc.UnaryClientInterceptor(
+				otelttrpc.WithTracerProvider(tp),
+				otelttrpc.WithPropagators(propagation.TraceContext{}),
+			),
+		}, clientInterceptors...)
+	}
 	opts = append(opts, adaptation.WithTTRPCOptions(
-		[]ttrpc.ClientOpts{ttrpc.WithUnaryClientInterceptor(rt.rec.ClientInterceptor)},
+		[]ttrpc.ClientOpts{ttrpc.WithChainUnaryClientInterceptor(clientInterceptors...)},
 		[]ttrpc.ServerOpt{ttrpc.WithUnaryServerInterceptor(rt.rec.ServerInterceptor)},
 	))
 
@@ -182,14 +202,20 @@ func nonNil(u []*api.ContainerUpdate) []*api.ContainerUpdate {
 
 func (rt *runner) step(st *scenario.Step) scenario.StepResult {
 	res := scenario.StepResult{Op: st.Op, Pod: st.Pod, Container: st.Container}
-	result, err := rt.exec(st)
+	ctx := context.Background()
+	if rt.tracer != nil {
+		var span trace.Span
+		ctx, span = rt.tracer.Start(ctx, st.Op)
+		defer span.End()
+		res.TraceID = span.SpanContext().TraceID().String()
+	}
+	result, err := rt.exec(ctx, st)
 	res.Result = result
 	res.Error = scenario.ErrString(err)
 	return res
 }
 
-func (rt *runner) exec(st *scenario.Step) (interface{}, error) {
-	ctx := context.Background()
+func (rt *runner) exec(ctx context.Context, st *scenario.Step) (interface{}, error) {
 	switch st.Op {
 	case "wait_plugins":
 		return rt.rec.WaitPlugins(st.Count, ms(st.Timeout(10000)), func() {

@@ -31,11 +31,13 @@ type Output struct {
 
 // StepResult is the outcome of one replayed step.
 type StepResult struct {
-	Op        string      `json:"op"`
-	Pod       string      `json:"pod,omitempty"`
-	Container string      `json:"container,omitempty"`
-	Error     string      `json:"error"`
-	Result    interface{} `json:"result"`
+	Op        string `json:"op"`
+	Pod       string `json:"pod,omitempty"`
+	Container string `json:"container,omitempty"`
+	// TraceID is the trace of the step's span (scenarios with "trace").
+	TraceID string      `json:"trace_id,omitempty"`
+	Error   string      `json:"error"`
+	Result  interface{} `json:"result"`
 }
 
 // SyncRecord is one SyncFn invocation: what the runtime offered and what

@@ -22,7 +22,12 @@ type Scenario struct {
 	Pods                  []*api.PodSandbox `json:"pods,omitempty"`
 	Containers            []*api.Container  `json:"containers,omitempty"`
 	FailUpdates           []string          `json:"fail_updates,omitempty"`
-	Steps                 []Step            `json:"steps"`
+	// Trace installs containerd's otelttrpc client interceptor (W3C trace
+	// context in the ttRPC metadata) with an OpenTelemetry SDK tracer and
+	// runs every step in a span of its own; the step result records the
+	// step's trace id.
+	Trace bool   `json:"trace,omitempty"`
+	Steps []Step `json:"steps"`
 }
 
 // Runtime names the runtime reported to plugins in Configure.

@@ -29,6 +29,12 @@ pub struct StepResult {
     pub pod: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub container: String,
+    /// The trace the step ran in (scenarios with `trace`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub trace_id: String,
+    /// The span id of the step's parent context (scenarios with `trace`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub span_id: String,
     pub error: String,
     pub result: Value,
 }
@@ -181,6 +187,8 @@ mod tests {
                 op: "RunPodSandbox".into(),
                 pod: "p<0>".into(),
                 container: String::new(),
+                trace_id: String::new(),
+                span_id: String::new(),
                 error: String::new(),
                 result: Value::Null,
             }],

@@ -163,7 +163,15 @@ pub async fn run(sc: &Scenario, paths: &Paths, strip: bool, rec: Arc<Recorder>) 
         if st.op == "stop" {
             stopped = true;
         }
-        let (result, error) = match runner.exec(st).await {
+        let (executed, trace_id, span_id) = if sc.trace {
+            let parent = nri_adaptation::TraceContext::generate();
+            let (trace_id, span_id) = (parent.trace_id_hex(), parent.span_id_hex());
+            let executed = nri_adaptation::with_trace_parent(parent, runner.exec(st)).await;
+            (executed, trace_id, span_id)
+        } else {
+            (runner.exec(st).await, String::new(), String::new())
+        };
+        let (result, error) = match executed {
             Ok(v) => (v, String::new()),
             Err(e) => (Value::Null, e),
         };
@@ -171,6 +179,8 @@ pub async fn run(sc: &Scenario, paths: &Paths, strip: bool, rec: Arc<Recorder>) 
             op: st.op.clone(),
             pod: st.pod.clone(),
             container: st.container.clone(),
+            trace_id,
+            span_id,
             error,
             result,
         });

@@ -20,6 +20,10 @@ pub struct Scenario {
     pub containers: Vec<Container>,
     #[serde(deserialize_with = "null_default")]
     pub fail_updates: Vec<String>,
+    /// Run every step as part of a trace of its own (a new W3C trace context
+    /// passed with `nri_adaptation::with_trace_parent`); the step result
+    /// records its trace id.
+    pub trace: bool,
     #[serde(deserialize_with = "null_default")]
     pub steps: Vec<Step>,
 }

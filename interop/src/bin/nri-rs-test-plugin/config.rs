@@ -38,6 +38,9 @@ pub struct Config {
     pub reason: String,
     /// Unsolicited UpdateContainers calls.
     pub unsolicited: Vec<Unsolicited>,
+    /// Log the trace context each request came with (`trace_id`,
+    /// `parent_span_id`), as `nri-ref-plugin` does with its `trace` option.
+    pub trace: bool,
     /// Announced in the Configure reply (only from `-config`).
     pub failure_policy: Option<FailurePolicy>,
     /// External mode only: connect through a tap that records the ttRPC method

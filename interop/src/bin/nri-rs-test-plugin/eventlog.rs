@@ -57,6 +57,12 @@ pub struct Entry {
     pub failed: Option<Vec<ContainerUpdate>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The trace id the request came with (`trace` configurations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// The caller's span id the request came with (`trace` configurations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_span_id: Option<String>,
 }
 
 impl Entry {

@@ -60,9 +60,15 @@ impl TestPlugin {
     async fn enter(&self, ctx: &Context, mut entry: Entry) -> nri_stub::HandlerResult<()> {
         entry.plugin = Some(ctx.name().to_string());
         entry.rpc = self.tap.get().and_then(TapLog::last_method);
+        let config = self.config();
+        if config.trace {
+            if let Some(trace) = ctx.trace_context() {
+                entry.trace_id = Some(trace.trace_id_hex());
+                entry.parent_span_id = Some(trace.span_id_hex());
+            }
+        }
         self.log.write(&entry);
         let event = entry.event;
-        let config = self.config();
         if let Some(code) = config.exit.get(&event) {
             std::process::exit(*code);
         }

@@ -1,0 +1,136 @@
+//! Trace context of runtime requests and plugin calls.
+//!
+//! Every lifecycle request of the runtime runs in a `nri.request` span and
+//! belongs to one trace: the trace of the parent context the runtime passed
+//! with [`with_trace_parent`], or a new random trace. Every call to a plugin
+//! runs in a `nri.plugin_call` span with a span id of its own, and a remote
+//! plugin receives the call's context as W3C `traceparent` (and the parent's
+//! `tracestate`) in the ttRPC request metadata, as containerd's `otelttrpc`
+//! client interceptor sends it. A plugin built on `nri-stub` reads it with
+//! `Context::trace_context`; a Go plugin with `otelttrpc`'s server
+//! interceptor continues the trace.
+
+use std::future::Future;
+
+use nri_api::Subject;
+pub use nri_ttrpc::TraceContext;
+
+use crate::adaptation_error::PluginError;
+
+tokio::task_local! {
+    /// The parent the runtime gave for the requests of this task.
+    static PARENT: TraceContext;
+    /// The context of the plugin call being made by this task.
+    static CALL: TraceContext;
+}
+
+/// Runs `fut`, typically a call of one of the [`Adaptation`](crate::Adaptation)'s
+/// lifecycle methods, as part of the trace `parent`: the request's plugin
+/// calls get `parent`'s trace id and carry its `tracestate`, and its
+/// `nri.request` span records `parent`'s span id as `parent_span_id`.
+///
+/// Without it, each runtime request starts a new trace.
+///
+/// ```no_run
+/// # async fn demo(adaptation: &nri_adaptation::Adaptation) -> Result<(), nri_adaptation::Error> {
+/// use nri_adaptation::{with_trace_parent, TraceContext};
+///
+/// // E.g. the context of the CRI request, as received by the runtime.
+/// let parent = TraceContext::parse(
+///     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+///     None,
+/// )
+/// .expect("valid traceparent");
+/// let req = nri_api::CreateContainerRequest::default();
+/// let reply = with_trace_parent(parent, adaptation.create_container(req)).await?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn with_trace_parent<F: Future>(parent: TraceContext, fut: F) -> F::Output {
+    PARENT.scope(parent, fut).await
+}
+
+/// The trace context of one runtime request: a child of the parent given
+/// with [`with_trace_parent`], or a new trace.
+pub(crate) fn request_context() -> (TraceContext, Option<TraceContext>) {
+    match PARENT.try_with(Clone::clone) {
+        Ok(parent) => (parent.child(), Some(parent)),
+        Err(_) => (TraceContext::generate(), None),
+    }
+}
+
+/// The span of one runtime request.
+pub(crate) fn request_span(
+    event: &str,
+    subject: &(dyn Subject + Sync),
+    trace: &TraceContext,
+    parent: Option<&TraceContext>,
+) -> tracing::Span {
+    tracing::info_span!(
+        "nri.request",
+        event,
+        pod = subject.pod_id(),
+        container = subject.container_id(),
+        trace_id = %trace.trace_id_hex(),
+        span_id = %trace.span_id_hex(),
+        parent_span_id = %parent.map(TraceContext::span_id_hex).unwrap_or_default(),
+        outcome = tracing::field::Empty,
+    )
+}
+
+/// Runs one plugin call (`fut`) in its `nri.plugin_call` span, a child of
+/// `request`; remote calls made by `fut` send the call's context.
+pub(crate) async fn plugin_call<T>(
+    plugin: &str,
+    event: &str,
+    subject: &(dyn Subject + Sync),
+    request: &TraceContext,
+    fut: impl Future<Output = T>,
+    outcome: impl FnOnce(&T) -> &'static str,
+) -> T {
+    let call = request.child();
+    let span = tracing::info_span!(
+        "nri.plugin_call",
+        plugin,
+        event,
+        pod = subject.pod_id(),
+        container = subject.container_id(),
+        trace_id = %call.trace_id_hex(),
+        span_id = %call.span_id_hex(),
+        parent_span_id = %request.span_id_hex(),
+        outcome = tracing::field::Empty,
+    );
+    let result = tracing::Instrument::instrument(CALL.scope(call, fut), span.clone()).await;
+    span.record("outcome", outcome(&result));
+    result
+}
+
+/// The metadata a remote call sends: the current plugin call's context.
+pub(crate) fn call_metadata() -> Vec<(String, String)> {
+    CALL.try_with(TraceContext::to_metadata).unwrap_or_default()
+}
+
+/// The `outcome` of a failed plugin call.
+pub(crate) fn error_outcome(err: &PluginError) -> &'static str {
+    use nri_ttrpc::{Code, Error};
+    match err {
+        PluginError::Timeout | PluginError::Rpc(Error::Timeout) => "timeout",
+        PluginError::Rpc(Error::Status(st)) if st.code() == Code::DeadlineExceeded => "timeout",
+        PluginError::Rpc(Error::Status(st)) if st.code() == Code::Unimplemented => "unimplemented",
+        PluginError::Rpc(Error::Closed | Error::Io(_)) => "closed",
+        _ => "error",
+    }
+}
+
+/// The `outcome` of a plugin call that returns nothing to inspect.
+pub(crate) fn outcome<T>(result: &Result<T, PluginError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(e) => error_outcome(e),
+    }
+}
+
+/// A request about no pod or container (Configure, Synchronize, Shutdown).
+pub(crate) struct NoSubject;
+
+impl Subject for NoSubject {}

@@ -1,0 +1,198 @@
+//! Trace context from the adaptation to plugins: each runtime request is one trace
+//! (the runtime's, given with `with_trace_parent`, or a new one), and every plugin
+//! call sends its own child context as `traceparent` metadata, which an nri-stub
+//! plugin reads from its `Context`.
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use nri_adaptation::{with_trace_parent, TraceContext};
+use nri_api::*;
+use nri_stub::{Context, CreateContainerResult, Plugin};
+use support::*;
+
+/// Event name and trace context, per event received.
+type Seen = Vec<(String, Option<TraceContext>)>;
+
+/// Records the trace context of every event it receives.
+#[derive(Clone, Default)]
+struct Traced(Arc<Mutex<Seen>>);
+
+impl Traced {
+    fn push(&self, event: &str, ctx: &Context) {
+        let trace = ctx.trace_context().cloned();
+        self.0.lock().unwrap().push((event.to_string(), trace));
+    }
+    fn take(&self) -> Seen {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+#[nri_stub::plugin]
+impl Plugin for Traced {
+    async fn create_container(
+        &self,
+        ctx: &Context,
+        _pod: &PodSandbox,
+        _ctr: &Container,
+    ) -> nri_stub::HandlerResult<CreateContainerResult> {
+        self.push("CreateContainer", ctx);
+        Ok(CreateContainerResult::default())
+    }
+    async fn start_container(
+        &self,
+        ctx: &Context,
+        _pod: &PodSandbox,
+        _ctr: &Container,
+    ) -> nri_stub::HandlerResult<()> {
+        self.push("StartContainer", ctx);
+        Ok(())
+    }
+    async fn validate_container_adjustment(
+        &self,
+        ctx: &Context,
+        _req: &ValidateContainerAdjustmentRequest,
+    ) -> nri_stub::HandlerResult<()> {
+        self.push("ValidateContainerAdjustment", ctx);
+        Ok(())
+    }
+}
+
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn create() -> CreateContainerRequest {
+    CreateContainerRequest {
+        pod: Some(pod("pod0")),
+        container: Some(container("ctr0", "pod0")),
+    }
+}
+
+#[tokio::test]
+async fn plugin_calls_continue_the_runtime_trace() {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let env = Env::new();
+    let nri = env.start().await;
+    let plugin = Traced::default();
+    let _stub = run_stub(plugin.clone(), "traced", "10", &env.socket());
+    wait_plugins(&nri, &["10-traced"]).await;
+
+    // With a parent: CreateContainer and its validation are in the parent's trace,
+    // each call with a span id of its own, and the tracestate goes along.
+    let parent = TraceContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("vendor=x"),
+    )
+    .unwrap();
+    bounded(with_trace_parent(
+        parent.clone(),
+        nri.create_container(create()),
+    ))
+    .await
+    .unwrap();
+    let seen = plugin.take();
+    let events: Vec<&str> = seen.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(events, ["CreateContainer", "ValidateContainerAdjustment"]);
+    let (create_tc, validate_tc) = (
+        seen[0].1.clone().expect("trace context sent"),
+        seen[1].1.clone().expect("trace context sent"),
+    );
+    for tc in [&create_tc, &validate_tc] {
+        assert_eq!(tc.trace_id(), parent.trace_id());
+        assert_ne!(tc.span_id(), parent.span_id());
+        assert_eq!(tc.tracestate(), Some("vendor=x"));
+        assert!(tc.is_sampled());
+    }
+    assert_ne!(create_tc.span_id(), validate_tc.span_id());
+
+    // Without a parent: each runtime request is a new trace.
+    bounded(nri.start_container(StartContainerRequest {
+        pod: Some(pod("pod0")),
+        container: Some(container("ctr0", "pod0")),
+    }))
+    .await
+    .unwrap();
+    bounded(nri.create_container(create())).await.unwrap();
+    let seen = plugin.take();
+    let ids: Vec<[u8; 16]> = seen
+        .iter()
+        .map(|(_, tc)| tc.as_ref().expect("trace context sent").trace_id())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_ne!(ids[0], parent.trace_id());
+    assert_ne!(
+        ids[0], ids[1],
+        "StartContainer and CreateContainer: two traces"
+    );
+    assert_eq!(
+        ids[1], ids[2],
+        "CreateContainer and its validation: one trace"
+    );
+
+    nri.stop().await;
+
+    // The spans: one nri.request per runtime request, one nri.plugin_call per call,
+    // with the fields and the outcome.
+    let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let closed = |name: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains(&format!("{name}{{")) && l.contains("close"))
+            .map(str::to_string)
+            .collect()
+    };
+    let call = closed("nri.plugin_call")
+        .into_iter()
+        .find(|l| l.contains(&format!("span_id={}", create_tc.span_id_hex())))
+        .unwrap_or_else(|| panic!("{log}"));
+    for field in [
+        "plugin=\"10-traced\"".to_string(),
+        "event=\"CreateContainer\"".to_string(),
+        "pod=\"pod0\"".to_string(),
+        "container=\"ctr0\"".to_string(),
+        format!("trace_id={}", parent.trace_id_hex()),
+        "outcome=\"ok\"".to_string(),
+    ] {
+        assert!(call.contains(&field), "{field} missing: {call}");
+    }
+    let request = closed("nri.request")
+        .into_iter()
+        .filter(|l| !l.contains("nri.plugin_call"))
+        .find(|l| l.contains(&format!("parent_span_id={}", parent.span_id_hex())))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        request.contains("event=\"CreateContainer\"")
+            && request.contains(&format!("trace_id={}", parent.trace_id_hex()))
+            && request.contains("outcome=\"ok\""),
+        "{request}"
+    );
+    // The plugin call's parent is the request's span.
+    let request_span = request
+        .split("span_id=")
+        .nth(1)
+        .and_then(|s| s.get(..16))
+        .unwrap();
+    assert!(
+        call.contains(&format!("parent_span_id={request_span}")),
+        "{call}\n{request}"
+    );
+}
