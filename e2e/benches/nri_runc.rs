@@ -206,7 +206,7 @@ fn main() {
          event, logging each to a file). {iterations} measured lifecycles per case after 5 warm-up ones;\n\
          the cases take turns, one lifecycle each, so that other work on the machine weighs on all alike.\n\
          Release build (the bench profile), binaries and plugins alike.\n\n\
-         Target (issue 15): under 5 ms added at the median with one plugin.\n\n\
+         Target: under 5 ms added at the median with one plugin.\n\n\
          * CPUs: {}; load average at the end: {}\n\n\
          | case | median | p90 | added at the median |\n|---|---:|---:|---:|",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
