@@ -257,7 +257,10 @@ impl Wrapper {
                 let bytes = serde_json::to_vec(&new).map_err(|e| {
                     WrapperError::BadSpec(config_path.display().to_string(), e.to_string())
                 })?;
-                if let Err(e) = write_atomic(&config_path, &bytes, true) {
+                // Atomic (a crash leaves the old or the new file) but not
+                // synced: a container does not outlive a power loss, and a
+                // sync costs milliseconds on every create.
+                if let Err(e) = write_atomic(&config_path, &bytes, false) {
                     self.tell(Request::Created { id, ok: false });
                     return Err(WrapperError::WriteSpec(
                         config_path.display().to_string(),
@@ -279,7 +282,7 @@ impl Wrapper {
         }
         let code = self.run_runtime(&self.argv)?;
         if code != 0 && written {
-            if let Err(e) = write_atomic(&config_path, &original, true) {
+            if let Err(e) = write_atomic(&config_path, &original, false) {
                 eprintln!("nri-runc: cannot restore {}: {e}", config_path.display());
             }
         }
