@@ -507,6 +507,14 @@ fn render(
          compares figures measured in the same run, one case right after the other. \
          R/G is Rust divided by Go: below 1 means nri-rs is faster or smaller.\n"
     );
+    let _ = writeln!(
+        d,
+        "Elsewhere: what the time of a CreateContainer through 8 plugins is made of \
+         ([PERFORMANCE-profile.md](PERFORMANCE-profile.md)), and the latency `nri-runc` and \
+         `nri-hostd` add to an OCI runtime's `create`, `start` and `delete` with 0, 1 and 8 \
+         plugins ([PERFORMANCE-oci-engines.md](PERFORMANCE-oci-engines.md), \
+         `cargo bench -p nri-e2e --bench nri_runc`).\n"
+    );
     if counts.quick {
         let _ = writeln!(
             d,
