@@ -452,3 +452,32 @@ fn cached_load() {
     let p = WasmPlugin::from_bytes(&bytes, "10-test", &opts).unwrap();
     assert_eq!(call(&p, b"two").unwrap(), b"two");
 }
+
+/// Loads the module named by `NRI_WASM_TEST_MODULE` (e.g. a Go plugin) and
+/// reports how long compiling and loading from the cache take:
+/// `NRI_WASM_TEST_MODULE=x.wasm cargo test -p nri-wasm --test abi -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn load_module_from_env() {
+    let Some(path) = std::env::var_os("NRI_WASM_TEST_MODULE") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = WasmOptions {
+        cache_dir: Some(tmp.path().join("cache")),
+        memory_limit: 256 << 20,
+        init_timeout: Duration::from_secs(600),
+    };
+    for what in ["compiled", "from cache"] {
+        let started = Instant::now();
+        let p = WasmPlugin::load(path.as_ref(), "10-env", &opts).unwrap();
+        let loaded = started.elapsed();
+        let started = Instant::now();
+        p.call_blocking(WasmEvent::Synchronize, Vec::new(), T)
+            .unwrap();
+        println!(
+            "{what}: load {loaded:?}, first call {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -5,6 +5,8 @@ mod fallback;
 pub(crate) mod remote;
 mod rpc;
 pub(crate) mod sync;
+#[cfg(feature = "wasm")]
+pub(crate) mod wasm;
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
@@ -30,6 +32,9 @@ pub(crate) struct Settings {
     pub hooks: Arc<dyn RuntimeHooks>,
     pub metrics: Arc<dyn Metrics>,
     pub policies: crate::policy::Policies,
+    /// How WebAssembly plugins are loaded and run.
+    #[cfg(feature = "wasm")]
+    pub wasm: nri_wasm::WasmOptions,
 }
 
 /// How a plugin is connected.
@@ -71,6 +76,9 @@ pub struct PluginInfo {
 pub(crate) enum Backend {
     Remote(remote::Remote),
     Builtin(Arc<dyn BuiltinPlugin>),
+    /// A WebAssembly module from the plugin directory.
+    #[cfg(feature = "wasm")]
+    Wasm(wasm::Wasm),
 }
 
 /// An active (or starting) plugin.
@@ -191,6 +199,8 @@ impl Plugin {
         match &self.backend {
             Backend::Remote(r) => r.is_closed(),
             Backend::Builtin(_) => false,
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(_) => false,
         }
     }
 
@@ -198,8 +208,11 @@ impl Plugin {
     /// process is left running until [`stop`](Self::stop).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Relaxed);
-        if let Backend::Remote(r) = &self.backend {
-            r.close();
+        match &self.backend {
+            Backend::Remote(r) => r.close(),
+            Backend::Builtin(_) => {}
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(w) => w.close(),
         }
     }
 
@@ -226,6 +239,15 @@ impl Plugin {
             }
             Backend::Remote(r) => {
                 if let Err(e) = r.shutdown(timeout).await {
+                    tracing::debug!(plugin = %self.name, error = %e, "Shutdown request failed");
+                }
+            }
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(w) => {
+                let req = nri_api::Empty::default();
+                let reply =
+                    w.call::<_, nri_api::Empty>(nri_wasm::WasmEvent::Shutdown, &req, timeout);
+                if let Err(e) = reply.await {
                     tracing::debug!(plugin = %self.name, error = %e, "Shutdown request failed");
                 }
             }
@@ -265,6 +287,11 @@ impl Plugin {
                 )
                 .await
                 .map_err(PluginError::from),
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(w) => {
+                w.call(nri_wasm::WasmEvent::Configure, &req, self.request_timeout())
+                    .await
+            }
         };
         if let Ok(reply) = &reply {
             *self
@@ -337,6 +364,11 @@ impl Plugin {
                         .map_err(PluginError::from)
                 })
                 .await
+            }
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(w) => {
+                self.measured(R::METHOD, w.call(wasm::handler(event), req, timeout))
+                    .await
             }
         };
         match result {
