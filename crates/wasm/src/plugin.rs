@@ -106,8 +106,8 @@ impl WasmPlugin {
         Self::from_bytes(&bytes, name, options)
     }
 
-    /// As [`load`](Self::load), from the module's bytes (binary or, for
-    /// tests, never text).
+    /// As [`load`](Self::load), from the module's bytes (the binary
+    /// format).
     pub fn from_bytes(
         bytes: &[u8],
         name: &str,
