@@ -93,27 +93,102 @@ pub fn harness_bin(name: &str) -> PathBuf {
     path
 }
 
+/// WebAssembly plugins of the module `interop/wasm-plugins`, built with
+/// `GOOS=wasip1 GOARCH=wasm -buildmode=c-shared`.
+const WASM_PLUGINS: &[&str] = &["nri-wasm-logger", "nri-wasm-scripted"];
+
+/// Returns the path of a WebAssembly plugin of `interop/wasm-plugins`
+/// (`nri-wasm-logger`, `nri-wasm-scripted`), building them first (once per
+/// process, under the same lock as the harness programs). The files are
+/// `<name>.wasm`, mode 0755: the reference only starts plugin files with an
+/// execute bit.
+///
+/// # Panics
+///
+/// As [`harness_bin`].
+pub fn wasm_plugin(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let dir = match BUILT.get_or_init(build_wasm_plugins) {
+        Ok(dir) => dir,
+        Err(msg) => panic!("{msg}"),
+    };
+    assert!(
+        WASM_PLUGINS.contains(&name),
+        "unknown WASM plugin {name:?}; known: {WASM_PLUGINS:?}"
+    );
+    dir.join(format!("{name}.wasm"))
+}
+
+fn build_wasm_plugins() -> Result<PathBuf, String> {
+    let go = go_binary();
+    check_go(&go)?;
+    let dir = bin_dir();
+    fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let lock_path = dir.join(".build.lock");
+    let lock = File::create(&lock_path)
+        .map_err(|e| format!("create lock file {}: {e}", lock_path.display()))?;
+    flock(&lock, FlockOperation::LockExclusive)
+        .map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
+    let module = interop_dir().join("wasm-plugins");
+    let scratch = tempfile::Builder::new()
+        .prefix(".build-wasm-")
+        .tempdir_in(&dir)
+        .map_err(|e| format!("create scratch dir in {}: {e}", dir.display()))?;
+    // -buildmode=c-shared takes one main package at a time.
+    for program in WASM_PLUGINS {
+        let out = scratch.path().join(format!("{program}.wasm"));
+        let output = Command::new(&go)
+            .current_dir(&module)
+            .env("GOFLAGS", "-mod=readonly -buildvcs=false")
+            .env("GOWORK", "off")
+            .env("GOOS", "wasip1")
+            .env("GOARCH", "wasm")
+            .args(["build", "-buildmode=c-shared", "-o"])
+            .arg(&out)
+            .arg(format!("./cmd/{program}"))
+            .output()
+            .map_err(|e| format!("run go build in {}: {e}", module.display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "go build of {program} in {} failed ({}):\n{}{}",
+                module.display(),
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&out, fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("chmod {}: {e}", out.display()))?;
+        let to = dir.join(format!("{program}.wasm"));
+        fs::rename(&out, &to)
+            .map_err(|e| format!("move {} to {}: {e}", out.display(), to.display()))?;
+    }
+    drop(lock);
+    Ok(dir)
+}
+
+fn check_go(go: &OsString) -> Result<(), String> {
+    match Command::new(go).arg("version").output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "`{} version` failed ({}): {}",
+            go.to_string_lossy(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )),
+        Err(err) => Err(format!(
+            "the NRI interop tests need the Go toolchain (1.24 or newer), but `{}` \
+             could not be run: {err}. Install Go and put it on PATH, or point \
+             NRI_INTEROP_GO at the go binary.",
+            go.to_string_lossy()
+        )),
+    }
+}
+
 fn build_all() -> Result<PathBuf, String> {
     let go = go_binary();
-    match Command::new(&go).arg("version").output() {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => {
-            return Err(format!(
-                "`{} version` failed ({}): {}",
-                go.to_string_lossy(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
-        Err(err) => {
-            return Err(format!(
-                "the NRI interop tests need the Go toolchain (1.24 or newer), but `{}` \
-                 could not be run: {err}. Install Go and put it on PATH, or point \
-                 NRI_INTEROP_GO at the go binary.",
-                go.to_string_lossy()
-            ))
-        }
-    }
+    check_go(&go)?;
 
     let dir = bin_dir();
     fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;

@@ -47,7 +47,7 @@ pub use error::{HarnessError, Result};
 pub use files::{
     event_names, read_event_log, read_json, wait_for_events, wait_for_path, write_json,
 };
-pub use go_build::{bin_dir, harness_bin, harness_programs, interop_dir};
+pub use go_build::{bin_dir, harness_bin, harness_programs, interop_dir, wasm_plugin};
 pub use process::{
     run_harness, run_ref_runtime, CapturedRun, GoProcess, RefRuntime, RuntimeOutput,
 };

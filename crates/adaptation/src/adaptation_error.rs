@@ -157,6 +157,16 @@ pub enum Error {
     /// The plugin file is a WebAssembly module, which this build cannot run.
     #[error("can't load WASM plugin {0}: no WASM support")]
     WasmUnsupported(String),
+    /// The WebAssembly plugin could not be loaded.
+    #[error("load WASM plugin {path}: {source}")]
+    WasmLoad {
+        /// The module file.
+        path: String,
+        /// What went wrong (an `nri_wasm::WasmError` with the `wasm`
+        /// feature).
+        #[source]
+        source: BoxError,
+    },
     /// The socket pair for a launched plugin could not be created.
     #[error("failed to create plugin connection for plugin {}: {source}", quote(.plugin))]
     SocketPair {

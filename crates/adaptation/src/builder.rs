@@ -34,6 +34,8 @@ pub struct AdaptationBuilder {
     pub(crate) metrics: Arc<dyn Metrics>,
     pub(crate) policies: Policies,
     pub(crate) restart: Option<RestartPolicy>,
+    #[cfg(feature = "wasm")]
+    pub(crate) wasm: nri_wasm::WasmOptions,
 }
 
 impl AdaptationBuilder {
@@ -57,6 +59,8 @@ impl AdaptationBuilder {
             metrics: Arc::new(NoMetrics),
             policies: Policies::default(),
             restart: None,
+            #[cfg(feature = "wasm")]
+            wasm: nri_wasm::WasmOptions::default(),
         }
     }
 
@@ -194,6 +198,17 @@ impl AdaptationBuilder {
         self
     }
 
+    /// How WebAssembly plugins of the plugin directory are loaded and run:
+    /// the cache of compiled modules, the memory limit of one instance, the
+    /// time allowed for a module's initialization. Default:
+    /// [`WasmOptions::default`](nri_wasm::WasmOptions::default). Only with
+    /// the `wasm` feature (on by default).
+    #[cfg(feature = "wasm")]
+    pub fn wasm_options(mut self, options: nri_wasm::WasmOptions) -> Self {
+        self.wasm = options;
+        self
+    }
+
     /// Delivers to a connecting plugin (or a pre-installed plugin being
     /// restarted, see [`restart_plugins`](Self::restart_plugins)) the events
     /// of pods and containers that happen while it is being synchronized: they are queued from the
@@ -262,6 +277,8 @@ impl AdaptationBuilder {
             hooks: self.hooks,
             metrics: self.metrics,
             policies: self.policies,
+            #[cfg(feature = "wasm")]
+            wasm: self.wasm,
         };
         Adaptation::from_parts(
             settings,

@@ -38,9 +38,6 @@ pub(crate) fn is_wasm(path: &Path) -> bool {
 /// Starts the plugin process and returns the runtime's end of its socket.
 pub(crate) fn launch(plugin: &Discovered) -> Result<(UnixStream, Child), Error> {
     let name = plugin.name();
-    if is_wasm(&plugin.path) {
-        return Err(Error::WasmUnsupported(plugin.path.display().to_string()));
-    }
     let (local, peer) = socketpair(
         AddressFamily::UNIX,
         SocketType::STREAM,
@@ -96,6 +93,9 @@ pub(crate) fn launch(plugin: &Discovered) -> Result<(UnixStream, Child), Error> 
 /// Launches a plugin of the plugin directory and registers and configures
 /// it. On failure its process is killed and reaped.
 pub(crate) async fn start(settings: &Arc<Settings>, d: Discovered) -> Result<Launched, Error> {
+    if is_wasm(&d.path) {
+        return start_wasm(settings, d).await;
+    }
     let (trunk, child) = launch(&d)?;
     let pending = Remote::connect(trunk, Some((&d.idx, &d.base)), Some(child), settings)?;
     let (remote, _, _) = pending.register(settings.registration_timeout).await?;
@@ -113,6 +113,49 @@ pub(crate) async fn start(settings: &Arc<Settings>, d: Discovered) -> Result<Lau
         return Err(e);
     }
     Ok(Launched { plugin, closed })
+}
+
+/// Loads a WebAssembly plugin of the plugin directory and configures it.
+/// Its identity comes from the file name; there is no registration.
+#[cfg(feature = "wasm")]
+async fn start_wasm(settings: &Arc<Settings>, d: Discovered) -> Result<Launched, Error> {
+    use crate::plugin::wasm::Wasm;
+    tracing::info!(plugin = %d.name(), path = %d.path.display(), "found WASM plugin");
+    let (path, name, options) = (d.path.clone(), d.name(), settings.wasm.clone());
+    let loaded =
+        tokio::task::spawn_blocking(move || nri_wasm::WasmPlugin::load(&path, &name, &options))
+            .await
+            .map_err(|e| nri_wasm::WasmError::Instantiate {
+                plugin: d.name(),
+                message: e.to_string(),
+            })
+            .and_then(|r| r)
+            .map_err(|source| Error::WasmLoad {
+                path: d.path.display().to_string(),
+                source: Box::new(source),
+            })?;
+    let wasm = Wasm::new(loaded);
+    let closed = Box::pin(wasm.closed());
+    let plugin = Arc::new(Plugin::new(
+        &d.idx,
+        &d.base,
+        PluginKind::Launched,
+        Backend::Wasm(wasm),
+        settings.clone(),
+    ));
+    if let Err(e) = plugin.configure(d.config).await {
+        plugin.stop().await;
+        return Err(e);
+    }
+    Ok(Launched { plugin, closed })
+}
+
+/// Without the `wasm` feature, WebAssembly plugins are refused (and the
+/// adaptation skips them with a warning), as the reference built with
+/// `nri_no_wasm`.
+#[cfg(not(feature = "wasm"))]
+async fn start_wasm(_settings: &Arc<Settings>, d: Discovered) -> Result<Launched, Error> {
+    Err(Error::WasmUnsupported(d.path.display().to_string()))
 }
 
 fn to_tokio(fd: OwnedFd) -> io::Result<UnixStream> {

@@ -91,6 +91,10 @@ pub use error::{
 };
 pub use merge::{CreateOutcome, CreateResult, StopResult, UpdateResult};
 pub use metrics::{Metrics, MetricsFanout, NoMetrics, SyncStats};
+/// The WebAssembly plugin engine (feature `wasm`), for
+/// [`AdaptationBuilder::wasm_options`].
+#[cfg(feature = "wasm")]
+pub use nri_wasm;
 pub use owners::{field_kind, FieldKind, Owners};
 pub use plugin::{PluginInfo, PluginKind};
 pub use policy::TimeoutPolicy;

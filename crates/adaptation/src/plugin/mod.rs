@@ -5,6 +5,8 @@ mod fallback;
 pub(crate) mod remote;
 mod rpc;
 pub(crate) mod sync;
+#[cfg(feature = "wasm")]
+pub(crate) mod wasm;
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
@@ -31,6 +33,9 @@ pub(crate) struct Settings {
     pub hooks: Arc<dyn RuntimeHooks>,
     pub metrics: Arc<dyn Metrics>,
     pub policies: crate::policy::Policies,
+    /// How WebAssembly plugins are loaded and run.
+    #[cfg(feature = "wasm")]
+    pub wasm: nri_wasm::WasmOptions,
 }
 
 /// How a plugin is connected.
@@ -72,6 +77,9 @@ pub struct PluginInfo {
 pub(crate) enum Backend {
     Remote(remote::Remote),
     Builtin(Arc<dyn BuiltinPlugin>),
+    /// A WebAssembly module from the plugin directory.
+    #[cfg(feature = "wasm")]
+    Wasm(wasm::Wasm),
 }
 
 /// An active (or starting) plugin.
@@ -192,6 +200,8 @@ impl Plugin {
         match &self.backend {
             Backend::Remote(r) => r.is_closed(),
             Backend::Builtin(_) => false,
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(_) => false,
         }
     }
 
@@ -199,8 +209,11 @@ impl Plugin {
     /// process is left running until [`stop`](Self::stop).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Relaxed);
-        if let Backend::Remote(r) = &self.backend {
-            r.close();
+        match &self.backend {
+            Backend::Remote(r) => r.close(),
+            Backend::Builtin(_) => {}
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(w) => w.close(),
         }
     }
 
@@ -229,6 +242,15 @@ impl Plugin {
                     .await
                     .map(drop)
                     .map_err(PluginError::from),
+                #[cfg(feature = "wasm")]
+                Backend::Wasm(w) => w
+                    .call::<_, nri_api::Empty>(
+                        nri_wasm::WasmEvent::Shutdown,
+                        &nri_api::Empty::default(),
+                        timeout,
+                    )
+                    .await
+                    .map(drop),
             }
         };
         let (trace, _) = crate::trace::request_context();
@@ -246,7 +268,7 @@ impl Plugin {
             (Backend::Builtin(_), Err(_)) => {
                 tracing::warn!(plugin = %self.name, "builtin plugin did not shut down in time");
             }
-            (Backend::Remote(_), Err(e)) => {
+            (_, Err(e)) => {
                 tracing::debug!(plugin = %self.name, error = %e, "Shutdown request failed");
             }
         }
@@ -286,6 +308,11 @@ impl Plugin {
                     )
                     .await
                     .map_err(PluginError::from),
+                #[cfg(feature = "wasm")]
+                Backend::Wasm(w) => {
+                    w.call(nri_wasm::WasmEvent::Configure, &req, self.request_timeout())
+                        .await
+                }
             }
         };
         let (trace, _) = crate::trace::request_context();
@@ -388,6 +415,11 @@ impl Plugin {
                         .map_err(PluginError::from)
                 })
                 .await
+            }
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(w) => {
+                self.measured(R::METHOD, w.call(wasm::handler(event), req, timeout))
+                    .await
             }
         };
         match result {

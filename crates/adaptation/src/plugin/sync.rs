@@ -105,6 +105,31 @@ impl Plugin {
                 )
                 .await
             }
+            // As the reference: one message, whatever its size.
+            #[cfg(feature = "wasm")]
+            Backend::Wasm(w) => {
+                let req = SynchronizeRequest {
+                    pods: pods.to_vec(),
+                    containers: containers.to_vec(),
+                    more: false,
+                };
+                let timeout = self.request_timeout();
+                messages = 1;
+                self.measured(
+                    method::SYNCHRONIZE,
+                    w.call::<_, SynchronizeResponse>(
+                        nri_wasm::WasmEvent::Synchronize,
+                        &req,
+                        timeout,
+                    ),
+                )
+                .await
+                .map(|r| {
+                    self.record_adjustments(method::SYNCHRONIZE, None, &r.update, 0);
+                    r.update
+                })
+                .map_err(Error::Synchronize)
+            }
         };
         self.settings
             .metrics

@@ -1,0 +1,158 @@
+//! WebAssembly plugins in the plugin directory (feature `wasm`), with small
+//! hand-written modules: loaded, configured with their conf.d file,
+//! synchronized, called; a module running past the request timeout is a
+//! timeout of the plugin. The Go-built plugins are exercised against the
+//! reference in `interop/tests/wasm_plugins.rs`.
+#![cfg(feature = "wasm")]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use nri_api::*;
+use prost::Message;
+use support::*;
+
+/// A module answering CreateContainer with `create` (an encoded
+/// CreateContainerResponse); every other handler answers an empty reply.
+/// With `spin`, CreateContainer never returns.
+fn module(create: &[u8], spin: bool) -> Vec<u8> {
+    let data: String = create.iter().map(|b| format!("\\{b:02x}")).collect();
+    let mut handlers = String::new();
+    for event in nri_adaptation::nri_wasm::WasmEvent::ALL {
+        let name = event.export_name();
+        if name == "plugin_create_container" || name == "plugin_configure" {
+            continue;
+        }
+        handlers.push_str(&format!(
+            "(func (export \"{name}\") (param i32 i32) (result i64) i64.const 0)\n"
+        ));
+    }
+    let body = if spin {
+        "(loop $l (br $l)) (i64.const 0)".to_string()
+    } else {
+        format!(
+            "(i64.or (i64.shl (i64.const 0x100) (i64.const 32)) (i64.const {}))",
+            create.len()
+        )
+    };
+    wat::parse_str(format!(
+        r#"(module
+  (memory (export "memory") 1)
+  (data (i32.const 0x100) "{data}")
+  (global $heap (mut i32) (i32.const 0x8000))
+  (func (export "plugin_api_version") (result i64) i64.const 1)
+  (func (export "malloc") (param $n i32) (result i32)
+    (local $p i32)
+    (local.set $p (global.get $heap))
+    (global.set $heap (i32.add (global.get $heap) (local.get $n)))
+    (local.get $p))
+  (func (export "free") (param i32))
+  (func (export "plugin_configure") (param $ptr i32) (param $len i32) (result i64)
+    (i64.const 0))
+  (func (export "plugin_create_container") (param $ptr i32) (param $len i32) (result i64)
+    {body})
+  {handlers}
+)"#
+    ))
+    .unwrap()
+}
+
+fn install(dir: &Path, name: &str, bytes: &[u8]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn create_request() -> CreateContainerRequest {
+    CreateContainerRequest {
+        pod: Some(pod("pod0")),
+        container: Some(container("ctr0", "pod0")),
+    }
+}
+
+#[tokio::test]
+async fn wasm_plugin_is_loaded_configured_and_adjusts() {
+    let env = Env::new();
+    let mut adjust = ContainerAdjustment::default();
+    adjust.add_annotation("from", "wasm");
+    let reply = CreateContainerResponse {
+        adjust: Some(adjust),
+        ..Default::default()
+    };
+    install(
+        &env.plugin_dir(),
+        "10-wat",
+        &module(&reply.encode_to_vec(), false),
+    );
+    // Not started: no execute bit, as in the reference.
+    let noexec = env.plugin_dir().join("20-noexec");
+    std::fs::write(&noexec, module(&[], false)).unwrap();
+    std::fs::set_permissions(&noexec, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::create_dir_all(env.conf_dir()).unwrap();
+    std::fs::write(env.conf_dir().join("wat.conf"), "some: config\n").unwrap();
+
+    let nri = env
+        .builder()
+        .disable_external_connections()
+        .wasm_options(nri_adaptation::nri_wasm::WasmOptions {
+            cache_dir: None,
+            ..Default::default()
+        })
+        .build();
+    bounded(nri.start()).await.unwrap();
+    let plugins = nri.plugins();
+    assert_eq!(plugins.len(), 1, "{plugins:?}");
+    assert_eq!(plugins[0].name, "wat");
+    assert_eq!(plugins[0].index, "10");
+    // Configure answered no events: everything.
+    assert_eq!(plugins[0].events, EventMask::VALID_EVENTS);
+
+    let reply = bounded(nri.create_container(create_request()))
+        .await
+        .unwrap();
+    assert_eq!(reply.adjust.unwrap().annotations["from"], "wasm");
+    bounded(nri.stop()).await;
+    assert!(nri.plugins().is_empty());
+}
+
+#[tokio::test]
+async fn wasm_plugin_past_the_request_timeout_is_dropped() {
+    let env = Env::new();
+    install(&env.plugin_dir(), "10-spin", &module(&[], true));
+    let nri = env
+        .builder()
+        .disable_external_connections()
+        .request_timeout(Duration::from_millis(300))
+        .wasm_options(nri_adaptation::nri_wasm::WasmOptions {
+            cache_dir: None,
+            ..Default::default()
+        })
+        .build();
+    bounded(nri.start()).await.unwrap();
+    assert_eq!(nri.plugins().len(), 1);
+    let started = std::time::Instant::now();
+    // The default timeout policy drops the plugin; the call goes on.
+    let reply = bounded(nri.create_container(create_request()))
+        .await
+        .unwrap();
+    assert!(reply.adjust.is_none_or(|a| a.annotations.is_empty()));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(nri.plugins().is_empty(), "{:?}", nri.plugins());
+    bounded(nri.stop()).await;
+}
+
+#[tokio::test]
+async fn invalid_wasm_file_is_skipped() {
+    let env = Env::new();
+    let mut bytes = nri_adaptation::nri_wasm::WASM_MAGIC.to_vec();
+    bytes.extend_from_slice(b"not really");
+    install(&env.plugin_dir(), "10-broken", &bytes);
+    let nri = env.builder().disable_external_connections().build();
+    bounded(nri.start()).await.unwrap();
+    assert!(nri.plugins().is_empty());
+    bounded(nri.stop()).await;
+}

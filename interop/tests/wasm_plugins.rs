@@ -1,0 +1,327 @@
+//! WebAssembly plugins written in Go (`interop/wasm-plugins`, built with
+//! `GOOS=wasip1 GOARCH=wasm -buildmode=c-shared`) installed in the plugin
+//! directory of the Go adaptation (`nri-ref-runtime`, wazero) and of ours
+//! (`nri-rs-ref-runtime`, nri-wasm): the same scenarios must give the same
+//! results. `nri-wasm-logger` logs every event through the host's log
+//! function; `nri-wasm-scripted` adjusts, updates, fails, rejects, hangs and
+//! traps, depending on the container's name.
+
+mod common;
+
+use std::path::Path;
+
+use common::runtimes::{Rt, Running};
+use common::TIMEOUT;
+use nri_interop::{wasm_plugin, RuntimeOutput};
+use serde_json::{json, Value};
+
+const LOGGER: &str = "nri-wasm-logger";
+const SCRIPTED: &str = "nri-wasm-scripted";
+
+/// Compiles each module once per test process into the default cache of
+/// compiled modules, which our runtime then loads from: tests running in
+/// parallel would otherwise each compile the same 10 MB modules.
+fn warm_cache() {
+    static WARM: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    WARM.get_or_init(|| {
+        use nri_adaptation::nri_wasm::{WasmOptions, WasmPlugin};
+        for program in [LOGGER, SCRIPTED] {
+            WasmPlugin::load(&wasm_plugin(program), program, &WasmOptions::default())
+                .unwrap_or_else(|e| panic!("{program}: {e}"));
+        }
+    });
+}
+
+/// Installs the plugins (`(file name, program, config)`) and runs the
+/// scenario on `rt`.
+fn run(rt: Rt, base: &Path, scenario: &Value, plugins: &[(&str, &str, Value)]) -> RuntimeOutput {
+    warm_cache();
+    let dir = base.join(rt.name());
+    let plugin_dir = dir.join("plugins");
+    let conf_dir = dir.join("conf");
+    std::fs::create_dir_all(&plugin_dir).unwrap();
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    for (file, program, config) in plugins {
+        common::install_plugin(&plugin_dir, file, &wasm_plugin(program));
+        if !config.is_null() {
+            std::fs::write(conf_dir.join(format!("{file}.conf")), config.to_string()).unwrap();
+        }
+    }
+    Running::spawn(
+        rt,
+        &dir,
+        scenario,
+        &[
+            "-plugin-dir".as_ref(),
+            plugin_dir.as_os_str(),
+            "-plugin-config-dir".as_ref(),
+            conf_dir.as_os_str(),
+        ],
+    )
+    .finish(TIMEOUT)
+}
+
+/// Pre-installed plugins are configured and synchronized before the first
+/// step runs, so the scenarios need no `wait_plugins` step.
+fn scenario(request_timeout_ms: u64, containers: Value, steps: Value) -> Value {
+    json!({
+        "runtime": {"name": "wasm-runtime", "version": "v1.2.3"},
+        "request_timeout_ms": request_timeout_ms,
+        "pods": [{"id": "pod0", "name": "pod0", "uid": "uid0", "namespace": "default"}],
+        "containers": containers,
+        "steps": steps,
+    })
+}
+
+fn ctr(id: &str, state: i64) -> Value {
+    json!({"id": id, "pod_sandbox_id": "pod0", "name": id, "state": state})
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap()
+}
+
+/// Runs on both runtimes; returns (go, rust).
+fn both(scenario: &Value, plugins: &[(&str, &str, Value)]) -> (RuntimeOutput, RuntimeOutput) {
+    let base = tempfile::tempdir().unwrap();
+    let go = run(Rt::Go, base.path(), scenario, plugins);
+    let rs = run(Rt::Rust, base.path(), scenario, plugins);
+    assert!(go.status.success(), "go: {}", go.stderr);
+    assert!(rs.status.success(), "rust: {}", rs.stderr);
+    (go, rs)
+}
+
+fn step<'a>(out: &'a RuntimeOutput, op: &str, container: &str) -> &'a Value {
+    out.steps()
+        .iter()
+        .find(|s| s["op"] == op && s["container"] == container)
+        .unwrap_or_else(|| panic!("no step {op} {container} in {}", pretty(&out.json)))
+}
+
+#[test]
+fn logger_and_scripted_plugin_give_the_same_results_on_both_runtimes() {
+    let sc = scenario(
+        4000,
+        json!([
+            ctr("ctr0", 0),
+            ctr("ctr1", 2),
+            ctr("ctr-fail", 0),
+            ctr("ctr-reject", 0)
+        ]),
+        json!([
+            {"op": "RunPodSandbox", "pod": "pod0"},
+            {"op": "UpdatePodSandbox", "pod": "pod0", "linux_resources": {"cpu": {"shares": {"value": 2}}}},
+            {"op": "PostUpdatePodSandbox", "pod": "pod0"},
+            {"op": "CreateContainer", "pod": "pod0", "container": "ctr0"},
+            {"op": "PostCreateContainer", "container": "ctr0"},
+            {"op": "StartContainer", "container": "ctr0"},
+            {"op": "PostStartContainer", "container": "ctr0"},
+            {"op": "UpdateContainer", "container": "ctr0", "linux_resources": {"cpu": {"shares": {"value": 512}}}},
+            {"op": "PostUpdateContainer", "container": "ctr0"},
+            {"op": "StopContainer", "container": "ctr0"},
+            {"op": "RemoveContainer", "container": "ctr0"},
+            {"op": "CreateContainer", "pod": "pod0", "container": "ctr-fail"},
+            {"op": "CreateContainer", "pod": "pod0", "container": "ctr-reject"},
+            {"op": "StopPodSandbox", "pod": "pod0"},
+            {"op": "RemovePodSandbox", "pod": "pod0"}
+        ]),
+    );
+    let plugins = [
+        ("10-logger", LOGGER, Value::Null),
+        ("20-scripted", SCRIPTED, json!({"tag": "from-conf-d"})),
+    ];
+    let (go, rs) = both(&sc, &plugins);
+    assert_eq!(
+        go.json,
+        rs.json,
+        "output documents differ\n--- go:\n{}\n--- rust:\n{}\n--- go stderr:\n{}\n--- rust stderr:\n{}",
+        pretty(&go.json),
+        pretty(&rs.json),
+        go.stderr,
+        rs.stderr
+    );
+
+    // What the documents agree on is what the plugins asked for.
+    let adjust = &step(&rs, "CreateContainer", "ctr0")["result"]["adjust"];
+    assert_eq!(
+        adjust["annotations"]["nri-wasm/adjusted"], "ctr0",
+        "{adjust}"
+    );
+    assert_eq!(
+        adjust["env"],
+        json!([{"key": "NRI_WASM_TAG", "value": "from-conf-d"}])
+    );
+    assert_eq!(adjust["mounts"][0]["destination"], "/nri-wasm", "{adjust}");
+    assert_eq!(adjust["linux"]["resources"]["cpu"]["shares"]["value"], 123);
+    assert_eq!(
+        adjust["linux"]["resources"]["memory"]["limit"]["value"],
+        256 << 20
+    );
+    assert_eq!(
+        step(&rs, "UpdateContainer", "ctr0")["result"]["update"][0]["container_id"],
+        "ctr1"
+    );
+    assert_eq!(
+        step(&rs, "StopContainer", "ctr0")["result"]["update"][0]["linux"]["resources"]["cpu"]
+            ["shares"]["value"],
+        88
+    );
+    let failed = step(&rs, "CreateContainer", "ctr-fail")["error"].to_string();
+    assert!(failed.contains("refusing to create ctr-fail"), "{failed}");
+    let rejected = step(&rs, "CreateContainer", "ctr-reject")["error"].to_string();
+    assert!(
+        rejected.contains("rejecting the adjustment of ctr-reject"),
+        "{rejected}"
+    );
+
+    // The logger's messages reach both runtimes' logs.
+    for (name, out) in [("go", &go), ("rust", &rs)] {
+        for msg in [
+            "nri-wasm-logger: Configure runtime=wasm-runtime/v1.2.3",
+            "nri-wasm-logger: Synchronize pods=",
+            "nri-wasm-logger: CreateContainer ctr0",
+            "nri-wasm-logger: ValidateContainerAdjustment ctr0",
+            "nri-wasm-logger: RemovePodSandbox pod0",
+            "nri-wasm-scripted: configured with tag \\\"from-conf-d\\\"",
+        ] {
+            let msg = if name == "rust" {
+                msg.replace("\\\"", "\"")
+            } else {
+                msg.to_string()
+            };
+            assert!(
+                out.stderr.contains(&msg),
+                "{name}: no {msg:?} in\n{}",
+                out.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn a_hanging_plugin_times_out_and_is_dropped_on_both_runtimes() {
+    let sc = scenario(
+        1000,
+        json!([ctr("ctr-hang", 0), ctr("ctr0", 0)]),
+        json!([
+            {"op": "RunPodSandbox", "pod": "pod0"},
+            {"op": "CreateContainer", "pod": "pod0", "container": "ctr-hang"},
+            {"op": "CreateContainer", "pod": "pod0", "container": "ctr0"}
+        ]),
+    );
+    let plugins = [("20-scripted", SCRIPTED, json!({"tag": "t"}))];
+    let (go, rs) = both(&sc, &plugins);
+    assert_eq!(
+        go.json,
+        rs.json,
+        "output documents differ\n--- go:\n{}\n--- rust:\n{}\n--- go stderr:\n{}\n--- rust stderr:\n{}",
+        pretty(&go.json),
+        pretty(&rs.json),
+        go.stderr,
+        rs.stderr
+    );
+    // The plugin is gone: ctr0 is created without its adjustment.
+    let ctr0 = step(&rs, "CreateContainer", "ctr0");
+    assert_eq!(ctr0["error"], "", "{ctr0}");
+    assert!(
+        ctr0["result"]["adjust"]["annotations"]
+            .get("nri-wasm/adjusted")
+            .is_none(),
+        "{ctr0}"
+    );
+}
+
+/// A Go plugin that panics traps (Go's runtime aborts with `unreachable`).
+/// The call fails on both runtimes, with the engine's words; the next call
+/// works on both: the reference goes on with the same instance, ours with a
+/// new one that was configured again (docs/decisions.md [22]).
+#[test]
+fn a_trapping_plugin_fails_the_call_and_serves_the_next_one() {
+    let sc = scenario(
+        4000,
+        json!([ctr("ctr-trap", 0), ctr("ctr0", 0)]),
+        json!([
+            {"op": "RunPodSandbox", "pod": "pod0"},
+            {"op": "CreateContainer", "pod": "pod0", "container": "ctr-trap"},
+            {"op": "CreateContainer", "pod": "pod0", "container": "ctr0"}
+        ]),
+    );
+    let plugins = [("20-scripted", SCRIPTED, json!({"tag": "again"}))];
+    let (mut go, mut rs) = both(&sc, &plugins);
+    // wazero: "wasm error: unreachable" and a wasm stack; wasmtime: the
+    // trap, our plugin's name and what the module wrote to stderr.
+    let go_err = step(&go, "CreateContainer", "ctr-trap")["error"].clone();
+    let rs_err = step(&rs, "CreateContainer", "ctr-trap")["error"].clone();
+    assert!(go_err.as_str().unwrap().contains("unreachable"), "{go_err}");
+    let rs_text = rs_err.as_str().unwrap();
+    assert!(
+        rs_text.contains("20-scripted")
+            && rs_text.contains("unreachable")
+            && rs_text.contains("trap requested by ctr-trap"),
+        "{rs_text}"
+    );
+    for out in [&mut go, &mut rs] {
+        for st in out.json["steps"].as_array_mut().unwrap() {
+            if st["container"] == "ctr-trap" {
+                st["error"] = json!("<trap>");
+            }
+        }
+    }
+    assert_eq!(
+        go.json,
+        rs.json,
+        "output documents differ\n--- go:\n{}\n--- rust:\n{}",
+        pretty(&go.json),
+        pretty(&rs.json)
+    );
+    let ctr0 = step(&rs, "CreateContainer", "ctr0");
+    assert_eq!(
+        ctr0["result"]["adjust"]["env"],
+        json!([{"key": "NRI_WASM_TAG", "value": "again"}]),
+        "{}",
+        pretty(&rs.json)
+    );
+}
+
+/// The reference only starts plugin files with an execute bit; a WASM
+/// module installed with mode 0644 (what `go build` writes) is ignored by
+/// both runtimes.
+#[test]
+fn a_module_without_execute_bit_is_not_loaded() {
+    use std::os::unix::fs::PermissionsExt;
+    let sc = scenario(
+        2000,
+        json!([ctr("ctr0", 0)]),
+        json!([
+            {"op": "RunPodSandbox", "pod": "pod0"},
+            {"op": "CreateContainer", "pod": "pod0", "container": "ctr0"}
+        ]),
+    );
+    let base = tempfile::tempdir().unwrap();
+    let mut outs = Vec::new();
+    for rt in [Rt::Go, Rt::Rust] {
+        let dir = base.path().join(rt.name());
+        let plugin_dir = dir.join("plugins");
+        std::fs::create_dir_all(&plugin_dir).unwrap();
+        let file = plugin_dir.join("20-scripted");
+        std::fs::copy(wasm_plugin(SCRIPTED), &file).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = Running::spawn(
+            rt,
+            &dir,
+            &sc,
+            &["-plugin-dir".as_ref(), plugin_dir.as_os_str()],
+        )
+        .finish(TIMEOUT);
+        assert!(out.status.success(), "{}", out.stderr);
+        let ctr0 = step(&out, "CreateContainer", "ctr0");
+        assert!(ctr0["result"]["adjust"].is_null(), "{}", pretty(&out.json));
+        assert!(
+            !out.stderr.to_lowercase().contains("found wasm plugin"),
+            "{}",
+            out.stderr
+        );
+        outs.push(out);
+    }
+    assert_eq!(outs[0].json, outs[1].json);
+}
