@@ -47,6 +47,7 @@ mod mux;
 mod options;
 mod reader;
 mod shared;
+mod trunk;
 mod writer;
 
 pub use conn::MuxConn;
@@ -57,6 +58,7 @@ pub use frame::{
 };
 pub use mux::Mux;
 pub use options::MuxOptions;
+pub use trunk::UnixTrunk;
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@ use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use nri_mux::UnixTrunk;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::UnixStream;
 
@@ -70,17 +71,17 @@ impl Connector {
         match env {
             Some(Some(value)) => {
                 let stream = stream_from_env(&value)?;
-                let stream =
-                    UnixStream::from_std(stream).map_err(|source| Error::InvalidSocketFd {
-                        fd: parse_fd(&value).unwrap_or(-1),
-                        source,
-                    })?;
+                let stream = UnixTrunk::new(stream).map_err(|source| Error::InvalidSocketFd {
+                    fd: parse_fd(&value).unwrap_or(-1),
+                    source,
+                })?;
                 Ok(Box::new(stream))
             }
             Some(None) => Err(Error::ConnectionUsed),
             None => {
                 let stream = UnixStream::connect(&self.socket_path)
                     .await
+                    .and_then(UnixTrunk::from_tokio)
                     .map_err(|source| Error::Connect {
                         socket: self.socket_path.clone(),
                         source,

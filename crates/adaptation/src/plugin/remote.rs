@@ -10,7 +10,7 @@ use nri_api::service::{
     plugin as method, runtime as runtime_method, PLUGIN_SERVICE, RUNTIME_SERVICE,
 };
 use nri_api::{Empty, RegisterPluginRequest, UpdateContainersRequest};
-use nri_mux::{Mux, MuxOptions, PLUGIN_SERVICE_CONN, RUNTIME_SERVICE_CONN};
+use nri_mux::{Mux, MuxOptions, UnixTrunk, PLUGIN_SERVICE_CONN, RUNTIME_SERVICE_CONN};
 use nri_ttrpc::{Client, Server, Status};
 use tokio::net::UnixStream;
 use tokio::sync::oneshot;
@@ -48,6 +48,13 @@ impl Remote {
         let pid = match &child {
             Some(c) => i32::try_from(c.id()).ok(),
             None => trunk.peer_cred().ok().and_then(|c| c.pid()),
+        };
+        let trunk = match UnixTrunk::from_tokio(trunk) {
+            Ok(trunk) => trunk,
+            Err(e) => {
+                tracing::debug!(error = %e, "failed to register the plugin's socket");
+                return Err(Error::RegistrationClosed);
+            }
         };
         let mux = Mux::new(
             trunk,
