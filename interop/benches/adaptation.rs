@@ -25,6 +25,9 @@
 //!   8 plugins connected;
 //! * throughput of container lifecycles (create, start, stop, remove)
 //!   through 8 test plugins;
+//! * sustained load: lifecycles at a fixed rate for 60 s through 8 test
+//!   plugins sending unsolicited updates, latency per 5-second window and the
+//!   runtime's memory at the start and the end, all Rust against all Go;
 //! * Synchronize of 1,000 and 10,000 containers with 4 KiB of annotations
 //!   each (split into several messages), every runtime/plugin pairing;
 //! * one plugin hop (a small ttRPC call over the mux) next to a raw socket
@@ -74,6 +77,21 @@ struct Latency {
     p99_us: f64,
 }
 
+/// Lifecycle latency of one 5-second window of the load mode.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+struct Window {
+    start_s: u64,
+    count: usize,
+    median_us: f64,
+    p99_us: f64,
+    max_us: f64,
+}
+
+/// Lifecycles per second started in the load mode.
+const LOAD_RATE: usize = 50;
+/// Each plugin's unsolicited update period in the load mode.
+const LOAD_UPDATE_MS: usize = 100;
+
 /// The report of one run of either bench program.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -89,6 +107,9 @@ struct Report {
     lifecycles_per_s: Option<f64>,
     sync: Option<Latency>,
     sync_from_start: Option<Latency>,
+    load_windows: Vec<Window>,
+    load_late: Option<usize>,
+    updates_received: Option<u64>,
     pods: Option<usize>,
     sync_bytes: Option<usize>,
     iterations: usize,
@@ -149,6 +170,8 @@ struct Counts {
     syncs: [(usize, usize); 2],
     /// Round trips per case of the one-hop measurement.
     hops: usize,
+    /// Seconds of the sustained-load case, per runtime.
+    load_seconds: usize,
 }
 
 impl Counts {
@@ -167,6 +190,7 @@ impl Counts {
                 lifecycles: 100,
                 syncs: [(1000, 2), (10_000, 1)],
                 hops: 2000,
+                load_seconds: 5,
             }
         } else {
             Counts {
@@ -176,6 +200,7 @@ impl Counts {
                 lifecycles: 2000,
                 syncs: [(1000, 10), (10_000, 5)],
                 hops: 20_000,
+                load_seconds: 60,
             }
         }
     }
@@ -380,6 +405,30 @@ fn main() {
         }
     }
 
+    // Sustained load: all Rust, then all Go.
+    let load_args = strings(&[
+        "-mode",
+        "load",
+        "-plugins",
+        &MANY.to_string(),
+        "-warmup",
+        &lifecycle_warmup,
+        "-rate",
+        &LOAD_RATE.to_string(),
+        "-duration",
+        &counts.load_seconds.to_string(),
+        "-update-ms",
+        &LOAD_UPDATE_MS.to_string(),
+    ]);
+    eprintln!(
+        "adaptation bench: sustained load, {} s per runtime ...",
+        counts.load_seconds
+    );
+    let load = LoadPair {
+        rust: run(&progs, Runtime::Rust, Plugin::RustTest, &load_args),
+        go: run(&progs, Runtime::Go, Plugin::GoTest, &load_args),
+    };
+
     let load_end = load_average();
     let go_info = creates
         .iter()
@@ -391,6 +440,7 @@ fn main() {
         syncs,
         hop,
         raw,
+        load,
     };
     let doc = render(
         &results,
@@ -416,6 +466,14 @@ struct Results {
     syncs: Vec<(usize, Pair)>,
     hop: hop::Hop,
     raw: RawChains,
+    load: LoadPair,
+}
+
+/// The sustained-load case: our runtime with our test plugins, the Go
+/// runtime with the Go test plugins.
+struct LoadPair {
+    rust: Report,
+    go: Report,
 }
 
 /// The raw chains: the CreateContainer cases without any protocol.
@@ -548,6 +606,7 @@ fn render(
     render_create(&mut d, res, counts);
     render_memory(&mut d, res);
     render_lifecycle(&mut d, res, counts);
+    render_load(&mut d, &res.load, counts);
     render_sync(&mut d, res);
     render_registration(&mut d, res, counts);
     render_hop(&mut d, &res.hop);
@@ -892,6 +951,107 @@ fn render_lifecycle(d: &mut String, res: &Results, counts: Counts) {
             rt / gt.max(f64::MIN_POSITIVE)
         );
     }
+}
+
+fn render_load(d: &mut String, load: &LoadPair, counts: Counts) {
+    let _ = writeln!(d, "## Sustained load\n");
+    let _ = writeln!(
+        d,
+        "Container lifecycles (as above) started at a fixed rate of {LOAD_RATE} per second for \
+         {} s, one at a time, through {MANY} test plugins subscribed to the four container events, \
+         while each plugin sends an unsolicited UpdateContainers (a CPU-shares change) every \
+         {LOAD_UPDATE_MS} ms: {} updates per second in all. Each lifecycle is timed from its \
+         scheduled start, so a late start counts in its latency. All Rust (our runtime, our test \
+         plugins) against all Go (Go runtime, Go test plugins), one after the other; latency per \
+         5-second window, and the runtime's `VmRSS` after the warm-up and at the end.\n",
+        counts.load_seconds,
+        MANY * 1000 / LOAD_UPDATE_MS,
+    );
+    let _ = writeln!(
+        d,
+        "| window | Rust lifecycles | Rust median | p99 | max | Go lifecycles | Go median | p99 | max |"
+    );
+    let _ = writeln!(d, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let windows = load.rust.load_windows.len().max(load.go.load_windows.len());
+    for w in 0..windows {
+        let cell = |r: &Report| {
+            r.load_windows.get(w).map_or_else(
+                || "| – | – | – | –".to_owned(),
+                |x| {
+                    format!(
+                        "| {} | {} | {} | {}",
+                        x.count,
+                        ms(x.median_us),
+                        ms(x.p99_us),
+                        ms(x.max_us)
+                    )
+                },
+            )
+        };
+        let start = load
+            .rust
+            .load_windows
+            .get(w)
+            .or_else(|| load.go.load_windows.get(w))
+            .map_or(0, |x| x.start_s);
+        let _ = writeln!(
+            d,
+            "| {start}–{} s {} {} |",
+            start + 5,
+            cell(&load.rust),
+            cell(&load.go)
+        );
+    }
+    let (rl, gl) = (
+        lat(&load.rust, |r| r.lifecycle),
+        lat(&load.go, |r| r.lifecycle),
+    );
+    let _ = writeln!(
+        d,
+        "\n| | Rust | Go | R/G |\n|---|---:|---:|---:|\n\
+         | lifecycle median, whole run | {} | {} | {:.2} |\n\
+         | lifecycle p99, whole run | {} | {} | {:.2} |\n\
+         | lifecycles started late | {} | {} | |\n\
+         | unsolicited updates received | {} | {} | |\n\
+         | runtime `VmRSS` after warm-up | {} KiB | {} KiB | {:.2} |\n\
+         | runtime `VmRSS` at the end | {} KiB | {} KiB | {:.2} |\n\
+         | growth | {:+} KiB | {:+} KiB | |\n",
+        ms(rl.median_us),
+        ms(gl.median_us),
+        rl.median_us / gl.median_us.max(f64::MIN_POSITIVE),
+        ms(rl.p99_us),
+        ms(gl.p99_us),
+        rl.p99_us / gl.p99_us.max(f64::MIN_POSITIVE),
+        load.rust.load_late.unwrap_or(0),
+        load.go.load_late.unwrap_or(0),
+        load.rust.updates_received.unwrap_or(0),
+        load.go.updates_received.unwrap_or(0),
+        load.rust.runtime_rss_kib.unwrap_or(0),
+        load.go.runtime_rss_kib.unwrap_or(0),
+        ratio_kib(load.rust.runtime_rss_kib, load.go.runtime_rss_kib),
+        load.rust.runtime_rss_after_kib.unwrap_or(0),
+        load.go.runtime_rss_after_kib.unwrap_or(0),
+        ratio_kib(
+            load.rust.runtime_rss_after_kib,
+            load.go.runtime_rss_after_kib
+        ),
+        growth(&load.rust),
+        growth(&load.go),
+    );
+}
+
+/// Ratio of two sizes, 0 when either is missing.
+fn ratio_kib(a: Option<u64>, b: Option<u64>) -> f64 {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0 => a as f64 / b as f64,
+        _ => 0.0,
+    }
+}
+
+/// The runtime's `VmRSS` at the end of the load minus at its start, in KiB.
+fn growth(r: &Report) -> i64 {
+    let kib = |v: Option<u64>| i64::try_from(v.unwrap_or(0)).unwrap_or(i64::MAX);
+    kib(r.runtime_rss_after_kib) - kib(r.runtime_rss_kib)
 }
 
 fn render_sync(d: &mut String, res: &Results) {

@@ -9,6 +9,7 @@
 //! nri-rs-adaptation-bench -plugin BIN [-mode create] [-plugins 1] [-n 5000] [-warmup 500] [-registrations 10]
 //! nri-rs-adaptation-bench -plugin BIN -mode lifecycle [-plugins 8] [-n 1000] [-warmup 100]
 //! nri-rs-adaptation-bench -plugin BIN -mode sync [-containers 1000] [-rounds 5]
+//! nri-rs-adaptation-bench -plugin BIN -mode load [-plugins 8] [-rate 100] [-duration 60] [-update-ms 100]
 //! ```
 //!
 //! With `NRI_BENCH_METRICS=1` in the environment, `nri-metrics` records
@@ -26,11 +27,18 @@
 //!   annotations each) offered to `-rounds` plugins started one at a time;
 //!   each Synchronize is timed inside the runtime hook and from the
 //!   plugin's process start.
+//! * `load`: `-plugins` plugins subscribed as in `lifecycle`, each also
+//!   sending an unsolicited UpdateContainers every `-update-ms`; lifecycles
+//!   started at a fixed `-rate` per second for `-duration` seconds, one at a
+//!   time, each timed from its scheduled start (so a late start counts);
+//!   latency per 5-second window, the runtime's `VmRSS` at the start and
+//!   the end, and the updates the runtime received.
 //!
 //! The adaptation runs on a current-thread tokio runtime.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,6 +63,19 @@ struct Latency {
     p99_us: f64,
 }
 
+/// Lifecycle latencies of one window of the load mode.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct Window {
+    start_s: u64,
+    count: usize,
+    median_us: f64,
+    p99_us: f64,
+    max_us: f64,
+}
+
+/// Length of one window of the load mode.
+const LOAD_WINDOW: Duration = Duration::from_secs(5);
+
 /// The output document; fields of other modes are left out.
 #[derive(Debug, Default, Serialize)]
 struct Report {
@@ -77,6 +98,12 @@ struct Report {
     lifecycle: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     lifecycles_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    load_windows: Vec<Window>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load_late: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updates_received: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sync: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,6 +129,9 @@ struct Args {
     registrations: usize,
     containers: usize,
     rounds: usize,
+    rate: usize,
+    duration: usize,
+    update_ms: usize,
 }
 
 fn parse_args() -> Result<Args, Failure> {
@@ -114,6 +144,9 @@ fn parse_args() -> Result<Args, Failure> {
         registrations: 10,
         containers: 1000,
         rounds: 5,
+        rate: 100,
+        duration: 60,
+        update_ms: 100,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -134,6 +167,9 @@ fn parse_args() -> Result<Args, Failure> {
             "registrations" => args.registrations = number()?,
             "containers" => args.containers = number()?,
             "rounds" => args.rounds = number()?,
+            "rate" => args.rate = number()?,
+            "duration" => args.duration = number()?,
+            "update-ms" => args.update_ms = number()?,
             other => return Err(format!("unknown flag -{other}")),
         }
     }
@@ -142,10 +178,15 @@ fn parse_args() -> Result<Args, Failure> {
         || args.n == 0
         || args.containers < 10
         || args.rounds == 0
+        || args.rate == 0
+        || args.duration == 0
+        || args.update_ms == 0
     {
-        return Err("need -plugin; -plugins in 1..40, -n, -rounds positive, \
-                    -containers at least 10"
-            .into());
+        return Err(
+            "need -plugin; -plugins in 1..40, -n, -rounds, -rate, -duration, \
+                    -update-ms positive, -containers at least 10"
+                .into(),
+        );
     }
     Ok(args)
 }
@@ -173,6 +214,7 @@ fn main() -> ExitCode {
             "create" => run_create(&args).await,
             "lifecycle" => run_lifecycle(&args).await,
             "sync" => run_sync(&args).await,
+            "load" => run_load(&args).await,
             other => Err(format!("unknown -mode {other}")),
         }
     });
@@ -198,6 +240,7 @@ struct Hooks {
     pods: Vec<PodSandbox>,
     containers: Vec<Container>,
     synced: mpsc::UnboundedSender<SyncTimes>,
+    updates: Arc<AtomicU64>,
 }
 
 #[nri_adaptation::async_trait]
@@ -212,9 +255,11 @@ impl RuntimeHooks for Hooks {
     async fn update_containers(
         &self,
         _plugin: &str,
-        _updates: Vec<ContainerUpdate>,
+        updates: Vec<ContainerUpdate>,
         _evictions: Vec<ContainerEviction>,
     ) -> Result<Vec<ContainerUpdate>, BoxError> {
+        self.updates
+            .fetch_add(updates.len() as u64, Ordering::Relaxed);
         Ok(Vec::new())
     }
 }
@@ -226,6 +271,7 @@ struct Bench {
     socket: PathBuf,
     plugin: PathBuf,
     synced: mpsc::UnboundedReceiver<SyncTimes>,
+    updates: Arc<AtomicU64>,
 }
 
 /// Plugin processes, killed on drop.
@@ -252,10 +298,12 @@ impl Bench {
             std::fs::create_dir(dir.path().join(sub)).map_err(|e| format!("mkdir: {e}"))?;
         }
         let (tx, mut synced) = mpsc::unbounded_channel();
+        let updates = Arc::new(AtomicU64::new(0));
         let hooks = Hooks {
             pods,
             containers,
             synced: tx,
+            updates: Arc::clone(&updates),
         };
         let builder = Adaptation::builder("nri-adaptation-bench", "v0.0.0", Arc::new(hooks))
             .plugin_path(dir.path().join("plugins"))
@@ -282,6 +330,7 @@ impl Bench {
             socket,
             plugin: plugin.to_path_buf(),
             synced,
+            updates,
         })
     }
 
@@ -307,6 +356,15 @@ impl Bench {
         &mut self,
         count: usize,
         config: fn(usize) -> serde_json::Value,
+    ) -> Result<Plugins, Failure> {
+        self.start_plugins_with(count, config).await
+    }
+
+    /// As [`Bench::start_plugins`], with any configuration function.
+    async fn start_plugins_with(
+        &mut self,
+        count: usize,
+        config: impl Fn(usize) -> serde_json::Value,
     ) -> Result<Plugins, Failure> {
         let mut plugins = Plugins(Vec::with_capacity(count));
         for i in 0..count {
@@ -432,6 +490,48 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     })
 }
 
+/// One lifecycle (create, start, stop, remove) of container `i` through
+/// `plugins` plugins, each of which must adjust the creation.
+async fn one_lifecycle(nri: &Adaptation, i: usize, plugins: usize) -> Result<(), Failure> {
+    let req = create_request(i as i64);
+    let (pod, mut ctr) = (req.pod.clone(), req.container.clone());
+    let reply = nri
+        .create_container(req)
+        .await
+        .map_err(|e| format!("CreateContainer {i}: {e}"))?;
+    let got = reply.adjust.map_or(0, |a| a.annotations.len());
+    if got != plugins {
+        return Err(format!(
+            "CreateContainer {i}: {got} annotations, want {plugins}"
+        ));
+    }
+    if let Some(c) = ctr.as_mut() {
+        c.state = ContainerState::ContainerRunning as i32;
+    }
+    nri.start_container(StartContainerRequest {
+        pod: pod.clone(),
+        container: ctr.clone(),
+    })
+    .await
+    .map_err(|e| format!("StartContainer {i}: {e}"))?;
+    if let Some(c) = ctr.as_mut() {
+        c.state = ContainerState::ContainerStopped as i32;
+    }
+    nri.stop_container(StopContainerRequest {
+        pod: pod.clone(),
+        container: ctr.clone(),
+    })
+    .await
+    .map_err(|e| format!("StopContainer {i}: {e}"))?;
+    nri.remove_container(RemoveContainerRequest {
+        pod,
+        container: ctr,
+    })
+    .await
+    .map_err(|e| format!("RemoveContainer {i}: {e}"))?;
+    Ok(())
+}
+
 async fn run_lifecycle(args: &Args) -> Result<Report, Failure> {
     let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
     let plugins = b.start_plugins(args.plugins, lifecycle_config).await?;
@@ -441,48 +541,8 @@ async fn run_lifecycle(args: &Args) -> Result<Report, Failure> {
         if i == args.warmup {
             began = Instant::now();
         }
-        let req = create_request(i as i64);
-        let (pod, mut ctr) = (req.pod.clone(), req.container.clone());
         let start = Instant::now();
-        let reply = b
-            .nri
-            .create_container(req)
-            .await
-            .map_err(|e| format!("CreateContainer {i}: {e}"))?;
-        let got = reply.adjust.map_or(0, |a| a.annotations.len());
-        if got != args.plugins {
-            return Err(format!(
-                "CreateContainer {i}: {got} annotations, want {}",
-                args.plugins
-            ));
-        }
-        if let Some(c) = ctr.as_mut() {
-            c.state = ContainerState::ContainerRunning as i32;
-        }
-        b.nri
-            .start_container(StartContainerRequest {
-                pod: pod.clone(),
-                container: ctr.clone(),
-            })
-            .await
-            .map_err(|e| format!("StartContainer {i}: {e}"))?;
-        if let Some(c) = ctr.as_mut() {
-            c.state = ContainerState::ContainerStopped as i32;
-        }
-        b.nri
-            .stop_container(StopContainerRequest {
-                pod: pod.clone(),
-                container: ctr.clone(),
-            })
-            .await
-            .map_err(|e| format!("StopContainer {i}: {e}"))?;
-        b.nri
-            .remove_container(RemoveContainerRequest {
-                pod,
-                container: ctr,
-            })
-            .await
-            .map_err(|e| format!("RemoveContainer {i}: {e}"))?;
+        one_lifecycle(&b.nri, i, args.plugins).await?;
         if i >= args.warmup {
             samples.push(start.elapsed());
         }
@@ -497,6 +557,80 @@ async fn run_lifecycle(args: &Args) -> Result<Report, Failure> {
         plugins: args.plugins,
         iterations: args.n,
         ..Default::default()
+    })
+}
+
+/// Container id the unsolicited updates of the load mode name.
+const LOAD_UPDATE_TARGET: &str = "load-ctr";
+
+async fn run_load(args: &Args) -> Result<Report, Failure> {
+    let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
+    let update_ms = args.update_ms;
+    let plugins = b
+        .start_plugins_with(args.plugins, |i| load_config(i, update_ms))
+        .await?;
+    for i in 0..args.warmup {
+        one_lifecycle(&b.nri, i, args.plugins).await?;
+    }
+    let rss_start = vm_rss_kib(std::process::id())?;
+    let updates_start = b.updates.load(Ordering::Relaxed);
+    let period = Duration::from_secs_f64(1.0 / args.rate as f64);
+    let total = Duration::from_secs(args.duration as u64);
+    let windows = (total.as_nanos() / LOAD_WINDOW.as_nanos()).max(1) as usize;
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); windows];
+    let mut all = Vec::new();
+    let mut late = 0;
+    let t0 = tokio::time::Instant::now();
+    for n in 0u32.. {
+        let offset = period * n;
+        if offset >= total {
+            break;
+        }
+        let due = t0 + offset;
+        if tokio::time::Instant::now() > due {
+            late += 1;
+        }
+        tokio::time::sleep_until(due).await;
+        one_lifecycle(&b.nri, args.warmup + n as usize, args.plugins).await?;
+        let latency = due.elapsed();
+        let w = ((offset.as_nanos() / LOAD_WINDOW.as_nanos()) as usize).min(windows - 1);
+        samples[w].push(latency);
+        all.push(latency);
+    }
+    let rss_end = vm_rss_kib(std::process::id())?;
+    let updates = b.updates.load(Ordering::Relaxed) - updates_start;
+    drop(plugins);
+    b.stop().await;
+    let load_windows = samples
+        .into_iter()
+        .enumerate()
+        .map(|(w, s)| window(w, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Report {
+        mode: "load",
+        lifecycle: Some(summarize(all.clone())?),
+        load_windows,
+        load_late: Some(late),
+        updates_received: Some(updates),
+        runtime_rss_kib: Some(rss_start),
+        runtime_rss_after_kib: Some(rss_end),
+        plugins: args.plugins,
+        iterations: all.len(),
+        ..Default::default()
+    })
+}
+
+/// The summary of window `w` of the load mode.
+fn window(w: usize, samples: Vec<Duration>) -> Result<Window, Failure> {
+    let count = samples.len();
+    let max_us = samples.iter().max().map_or(0.0, |d| d.as_secs_f64() * 1e6);
+    let lat = summarize(samples).map_err(|e| format!("load window {w}: {e}"))?;
+    Ok(Window {
+        start_s: (w as u64) * LOAD_WINDOW.as_secs(),
+        count,
+        median_us: lat.median_us,
+        p99_us: lat.p99_us,
+        max_us,
     })
 }
 
@@ -578,6 +712,20 @@ fn lifecycle_config(i: usize) -> serde_json::Value {
         "StopContainer",
         "RemoveContainer"
     ]);
+    cfg
+}
+
+/// Plugin `i`'s configuration in mode load: as in lifecycle, plus an
+/// unsolicited CPU-shares update of [`LOAD_UPDATE_TARGET`] every `update_ms`.
+fn load_config(i: usize, update_ms: usize) -> serde_json::Value {
+    let mut cfg = lifecycle_config(i);
+    cfg["unsolicited"] = json!([{
+        "every_ms": update_ms,
+        "updates": [{
+            "container_id": LOAD_UPDATE_TARGET,
+            "linux": {"resources": {"cpu": {"shares": {"value": 512 + i}}}},
+        }],
+    }]);
     cfg
 }
 

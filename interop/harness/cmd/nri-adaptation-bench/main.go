@@ -55,6 +55,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/nri/pkg/adaptation"
@@ -67,6 +68,22 @@ type Latency struct {
 	MedianUs float64 `json:"median_us"`
 	P99Us    float64 `json:"p99_us"`
 }
+
+// Window is the lifecycle latency of one window of the load mode.
+type Window struct {
+	StartS   int     `json:"start_s"`
+	Count    int     `json:"count"`
+	MedianUs float64 `json:"median_us"`
+	P99Us    float64 `json:"p99_us"`
+	MaxUs    float64 `json:"max_us"`
+}
+
+// loadWindow is the length of one window of the load mode.
+const loadWindow = 5 * time.Second
+
+// loadUpdateTarget is the container the unsolicited updates of the load
+// mode name.
+const loadUpdateTarget = "load-ctr"
 
 // Report is the output document; fields of other modes are left out.
 type Report struct {
@@ -85,6 +102,9 @@ type Report struct {
 	Containers         int      `json:"containers,omitempty"`
 	Pods               int      `json:"pods,omitempty"`
 	SyncBytes          int      `json:"sync_bytes,omitempty"`
+	LoadWindows        []Window `json:"load_windows,omitempty"`
+	LoadLate           *int     `json:"load_late,omitempty"`
+	UpdatesReceived    *uint64  `json:"updates_received,omitempty"`
 	Plugins            int      `json:"plugins"`
 	Iterations         int      `json:"iterations"`
 	GoMaxProcs         int      `json:"gomaxprocs"`
@@ -93,8 +113,15 @@ type Report struct {
 
 // pluginConfig is the nri-ref-plugin configuration the bench writes.
 type pluginConfig struct {
-	Events []string                 `json:"events"`
-	Adjust *api.ContainerAdjustment `json:"adjust,omitempty"`
+	Events      []string                 `json:"events"`
+	Adjust      *api.ContainerAdjustment `json:"adjust,omitempty"`
+	Unsolicited []unsolicited            `json:"unsolicited,omitempty"`
+}
+
+// unsolicited is an nri-ref-plugin repeated UpdateContainers call.
+type unsolicited struct {
+	EveryMs int                    `json:"every_ms"`
+	Updates []*api.ContainerUpdate `json:"updates"`
 }
 
 type bench struct {
@@ -103,6 +130,7 @@ type bench struct {
 	plugin   string
 	nri      *adaptation.Adaptation
 	syncDone chan syncTimes
+	updates  atomic.Uint64
 	pods     []*api.PodSandbox
 	ctrs     []*api.Container
 }
@@ -122,9 +150,12 @@ func main() {
 	registrations := flag.Int("registrations", 10, "plugins registered one at a time and timed")
 	containers := flag.Int("containers", 1000, "containers in the table (sync)")
 	rounds := flag.Int("rounds", 5, "plugins synchronized one at a time (sync)")
+	rate := flag.Int("rate", 100, "lifecycles started per second (load)")
+	duration := flag.Int("duration", 60, "seconds of load (load)")
+	updateMs := flag.Int("update-ms", 100, "each plugin's unsolicited update period in ms (load)")
 	flag.Parse()
 	if *plugin == "" || *plugins < 1 || *plugins > 40 || *n < 1 || *warmup < 0 || *registrations < 0 ||
-		*containers < 10 || *rounds < 1 {
+		*containers < 10 || *rounds < 1 || *rate < 1 || *duration < 1 || *updateMs < 1 {
 		fmt.Fprintln(os.Stderr, "nri-adaptation-bench: need -plugin; -plugins in 1..40, -n, -rounds positive, -containers at least 10, -warmup and -registrations not negative")
 		os.Exit(2)
 	}
@@ -136,6 +167,8 @@ func main() {
 		err = runLifecycle(*plugin, *plugins, *n, *warmup)
 	case "sync":
 		err = runSync(*plugin, *containers, *rounds)
+	case "load":
+		err = runLoad(*plugin, *plugins, *warmup, *rate, *duration, *updateMs)
 	default:
 		fmt.Fprintln(os.Stderr, "nri-adaptation-bench: unknown -mode", *mode)
 		os.Exit(2)
@@ -284,6 +317,32 @@ func run(plugin string, plugins, n, warmup, registrations int) error {
 	})
 }
 
+// oneLifecycle runs container i through create, start, stop and remove;
+// every plugin must adjust the creation.
+func (b *bench) oneLifecycle(ctx context.Context, i, plugins int) error {
+	req := createRequest(i)
+	pod, ctr := req.Pod, req.Container
+	rsp, err := b.nri.CreateContainer(ctx, req)
+	if err != nil {
+		return fmt.Errorf("CreateContainer %d: %w", i, err)
+	}
+	if got := len(rsp.GetAdjust().GetAnnotations()); got != plugins {
+		return fmt.Errorf("CreateContainer %d: %d annotations, want %d", i, got, plugins)
+	}
+	ctr.State = api.ContainerState_CONTAINER_RUNNING
+	if err := b.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: pod, Container: ctr}); err != nil {
+		return fmt.Errorf("StartContainer %d: %w", i, err)
+	}
+	ctr.State = api.ContainerState_CONTAINER_STOPPED
+	if _, err := b.nri.StopContainer(ctx, &api.StopContainerRequest{Pod: pod, Container: ctr}); err != nil {
+		return fmt.Errorf("StopContainer %d: %w", i, err)
+	}
+	if err := b.nri.RemoveContainer(ctx, &api.RemoveContainerRequest{Pod: pod, Container: ctr}); err != nil {
+		return fmt.Errorf("RemoveContainer %d: %w", i, err)
+	}
+	return nil
+}
+
 // runLifecycle times container lifecycles through plugins subscribed to
 // the four container events.
 func runLifecycle(plugin string, plugins, n, warmup int) error {
@@ -305,26 +364,9 @@ func runLifecycle(plugin string, plugins, n, warmup int) error {
 		if i == warmup {
 			began = time.Now()
 		}
-		req := createRequest(i)
-		pod, ctr := req.Pod, req.Container
 		start := time.Now()
-		rsp, err := b.nri.CreateContainer(ctx, req)
-		if err != nil {
-			return fmt.Errorf("CreateContainer %d: %w", i, err)
-		}
-		if got := len(rsp.GetAdjust().GetAnnotations()); got != plugins {
-			return fmt.Errorf("CreateContainer %d: %d annotations, want %d", i, got, plugins)
-		}
-		ctr.State = api.ContainerState_CONTAINER_RUNNING
-		if err := b.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: pod, Container: ctr}); err != nil {
-			return fmt.Errorf("StartContainer %d: %w", i, err)
-		}
-		ctr.State = api.ContainerState_CONTAINER_STOPPED
-		if _, err := b.nri.StopContainer(ctx, &api.StopContainerRequest{Pod: pod, Container: ctr}); err != nil {
-			return fmt.Errorf("StopContainer %d: %w", i, err)
-		}
-		if err := b.nri.RemoveContainer(ctx, &api.RemoveContainerRequest{Pod: pod, Container: ctr}); err != nil {
-			return fmt.Errorf("RemoveContainer %d: %w", i, err)
+		if err := b.oneLifecycle(ctx, i, plugins); err != nil {
+			return err
 		}
 		if i >= warmup {
 			samples = append(samples, time.Since(start))
@@ -338,6 +380,100 @@ func runLifecycle(plugin string, plugins, n, warmup int) error {
 		LifecyclesPerS: float64(n) / total.Seconds(),
 		Plugins:        plugins,
 		Iterations:     n,
+	})
+}
+
+// runLoad starts lifecycles at a fixed rate for a while, one at a time,
+// each timed from its scheduled start, while every plugin sends an
+// unsolicited update every updateMs; the Rust program does the same.
+func runLoad(plugin string, plugins, warmup, rate, seconds, updateMs int) error {
+	b, done, err := start(plugin, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	procs, err := b.startPlugins(plugins, func(i int) pluginConfig { return loadConfig(i, updateMs) })
+	if err != nil {
+		return err
+	}
+	defer stopAll(procs)
+
+	ctx := context.Background()
+	for i := 0; i < warmup; i++ {
+		if err := b.oneLifecycle(ctx, i, plugins); err != nil {
+			return err
+		}
+	}
+	rssStart, err := vmRSS(os.Getpid())
+	if err != nil {
+		return err
+	}
+	updatesStart := b.updates.Load()
+	period := time.Second / time.Duration(rate)
+	total := time.Duration(seconds) * time.Second
+	windows := int(total / loadWindow)
+	if windows < 1 {
+		windows = 1
+	}
+	samples := make([][]time.Duration, windows)
+	var all []time.Duration
+	late := 0
+	t0 := time.Now()
+	for n := 0; ; n++ {
+		offset := period * time.Duration(n)
+		if offset >= total {
+			break
+		}
+		due := t0.Add(offset)
+		if wait := time.Until(due); wait > 0 {
+			time.Sleep(wait)
+		} else if wait < 0 {
+			late++
+		}
+		if err := b.oneLifecycle(ctx, warmup+n, plugins); err != nil {
+			return err
+		}
+		latency := time.Since(due)
+		w := int(offset / loadWindow)
+		if w >= windows {
+			w = windows - 1
+		}
+		samples[w] = append(samples[w], latency)
+		all = append(all, latency)
+	}
+	rssEnd, err := vmRSS(os.Getpid())
+	if err != nil {
+		return err
+	}
+	updates := b.updates.Load() - updatesStart
+	out := make([]Window, 0, windows)
+	for w, s := range samples {
+		if len(s) == 0 {
+			return fmt.Errorf("load window %d: no samples", w)
+		}
+		max := s[0]
+		for _, d := range s {
+			if d > max {
+				max = d
+			}
+		}
+		lat := summarize(s)
+		out = append(out, Window{
+			StartS: w * int(loadWindow/time.Second), Count: len(s),
+			MedianUs: lat.MedianUs, P99Us: lat.P99Us, MaxUs: float64(max.Nanoseconds()) / 1e3,
+		})
+	}
+	lifecycle := summarize(all)
+	return emit(Report{
+		Mode:               "load",
+		Lifecycle:          &lifecycle,
+		LoadWindows:        out,
+		LoadLate:           &late,
+		UpdatesReceived:    &updates,
+		RuntimeRSSKiB:      rssStart,
+		RuntimeRSSAfterKiB: rssEnd,
+		Plugins:            plugins,
+		Iterations:         len(all),
 	})
 }
 
@@ -439,7 +575,8 @@ func (b *bench) syncFn(ctx context.Context, cb adaptation.SyncCB) error {
 	return err
 }
 
-func (b *bench) updateFn(_ context.Context, _ []*api.ContainerUpdate) ([]*api.ContainerUpdate, error) {
+func (b *bench) updateFn(_ context.Context, updates []*api.ContainerUpdate) ([]*api.ContainerUpdate, error) {
+	b.updates.Add(uint64(len(updates)))
 	return nil, nil
 }
 
@@ -537,6 +674,22 @@ func benchConfig(i int) pluginConfig {
 func lifecycleConfig(i int) pluginConfig {
 	cfg := benchConfig(i)
 	cfg.Events = []string{"CreateContainer", "StartContainer", "StopContainer", "RemoveContainer"}
+	return cfg
+}
+
+// loadConfig is plugin i's configuration in mode load: as in lifecycle,
+// plus an unsolicited CPU-shares update of loadUpdateTarget every updateMs.
+func loadConfig(i, updateMs int) pluginConfig {
+	cfg := lifecycleConfig(i)
+	cfg.Unsolicited = []unsolicited{{
+		EveryMs: updateMs,
+		Updates: []*api.ContainerUpdate{{
+			ContainerId: loadUpdateTarget,
+			Linux: &api.LinuxContainerUpdate{Resources: &api.LinuxResources{
+				Cpu: &api.LinuxCPU{Shares: &api.OptionalUInt64{Value: uint64(512 + i)}},
+			}},
+		}},
+	}}
 	return cfg
 }
 

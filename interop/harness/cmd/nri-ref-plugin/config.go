@@ -136,6 +136,8 @@ type Unsolicited struct {
 	AfterEvent string `json:"after_event,omitempty"`
 	// AfterMs: delay after the trigger.
 	AfterMs int64 `json:"after_ms,omitempty"`
+	// EveryMs: repeat the call this often until the plugin stops (0: once).
+	EveryMs int64 `json:"every_ms,omitempty"`
 	// Updates to request.
 	Updates []*api.ContainerUpdate `json:"updates,omitempty"`
 	// Evict is added to the request by a ttRPC client interceptor (the Go

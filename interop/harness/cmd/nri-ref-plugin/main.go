@@ -173,6 +173,18 @@ func (p *plugin) trigger(event string) {
 
 func (p *plugin) sendUnsolicited(u *Unsolicited) {
 	time.Sleep(time.Duration(u.AfterMs) * time.Millisecond)
+	if u.EveryMs <= 0 {
+		p.sendOne(u)
+		return
+	}
+	ticker := time.NewTicker(time.Duration(u.EveryMs) * time.Millisecond)
+	defer ticker.Stop()
+	for range ticker.C {
+		p.sendOne(u)
+	}
+}
+
+func (p *plugin) sendOne(u *Unsolicited) {
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
 	p.evictMu.Lock()

@@ -57,6 +57,8 @@ pub struct Unsolicited {
     pub after_event: String,
     /// Delay after the trigger.
     pub after_ms: u64,
+    /// Repeat the call this often (milliseconds) until the plugin stops; 0: once.
+    pub every_ms: u64,
     /// Updates to request.
     pub updates: Vec<ContainerUpdate>,
     /// Evictions to request.

@@ -104,21 +104,43 @@ impl TestPlugin {
             let sending = Arc::clone(&self.sending);
             let Unsolicited {
                 after_ms,
+                every_ms,
                 updates,
                 evict,
                 ..
             } = unsolicited.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(after_ms)).await;
-                let _one_at_a_time = sending.lock().await;
-                let result = handle.update_containers(updates.clone(), evict).await;
-                let mut entry = Entry::new("UpdateContainers");
-                entry.updates = Some(updates);
-                match result {
-                    Ok(failed) => entry.failed = Some(failed),
-                    Err(err) => entry.error = Some(err.to_string()),
+                // As the Go plugin's ticker: the first repeated call one period
+                // after the trigger's delay.
+                let mut ticks = (every_ms > 0).then(|| {
+                    let period = Duration::from_millis(every_ms);
+                    let mut t =
+                        tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                    t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    t
+                });
+                loop {
+                    if let Some(ticks) = ticks.as_mut() {
+                        ticks.tick().await;
+                    }
+                    let result = {
+                        let _one_at_a_time = sending.lock().await;
+                        handle
+                            .update_containers(updates.clone(), evict.clone())
+                            .await
+                    };
+                    let mut entry = Entry::new("UpdateContainers");
+                    entry.updates = Some(updates.clone());
+                    match result {
+                        Ok(failed) => entry.failed = Some(failed),
+                        Err(err) => entry.error = Some(err.to_string()),
+                    }
+                    log.write(&entry);
+                    if ticks.is_none() {
+                        break;
+                    }
                 }
-                log.write(&entry);
             });
         }
     }
