@@ -53,6 +53,56 @@ fn plan(pods: &[usize], ctrs: &[usize], budget: usize) -> Option<(usize, usize)>
     Some((np, nc))
 }
 
+/// One message of a split Synchronize, borrowing the runtime's pods and
+/// containers: encoded exactly as the `SynchronizeRequest` holding copies of
+/// them would be, without copying a table of possibly many megabytes.
+/// Encode-only: decoding skips every field.
+struct SyncChunk<'a> {
+    pods: &'a [PodSandbox],
+    containers: &'a [Container],
+    more: bool,
+}
+
+impl prost::Message for SyncChunk<'_> {
+    fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
+        for pod in self.pods {
+            prost::encoding::message::encode(1, pod, buf);
+        }
+        for ctr in self.containers {
+            prost::encoding::message::encode(2, ctr, buf);
+        }
+        if self.more {
+            prost::encoding::bool::encode(3, &self.more, buf);
+        }
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl prost::bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        prost::encoding::skip_field(wire_type, tag, buf, ctx)
+    }
+
+    fn encoded_len(&self) -> usize {
+        prost::encoding::message::encoded_len_repeated(1, self.pods)
+            + prost::encoding::message::encoded_len_repeated(2, self.containers)
+            + if self.more {
+                prost::encoding::bool::encoded_len(3, &self.more)
+            } else {
+                0
+            }
+    }
+
+    fn clear(&mut self) {
+        self.pods = &[];
+        self.containers = &[];
+        self.more = false;
+    }
+}
+
 impl Plugin {
     /// Synchronizes the plugin with `pods` and `containers` and returns the
     /// updates it requests. One request-timeout deadline covers all
@@ -167,9 +217,9 @@ impl Plugin {
             let rest_ctrs = ctr_lens.get(ci..).unwrap_or_default();
             let (np, nc) = plan(rest_pods, rest_ctrs, budget).ok_or(Error::SplitSyncFailed)?;
             let more = np < rest_pods.len() || nc < rest_ctrs.len();
-            let req = SynchronizeRequest {
-                pods: pods.get(pi..pi + np).unwrap_or_default().to_vec(),
-                containers: containers.get(ci..ci + nc).unwrap_or_default().to_vec(),
+            let req = SyncChunk {
+                pods: pods.get(pi..pi + np).unwrap_or_default(),
+                containers: containers.get(ci..ci + nc).unwrap_or_default(),
                 more,
             };
             tracing::debug!(plugin = %self.name, pods = np, containers = nc, more,
@@ -226,6 +276,44 @@ impl Plugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A borrowed chunk encodes byte for byte as the request owning copies.
+    #[test]
+    fn chunk_encodes_as_the_request() {
+        let pods: Vec<PodSandbox> = (0..3)
+            .map(|i| PodSandbox {
+                id: format!("pod{i}"),
+                name: format!("name{i}"),
+                ..Default::default()
+            })
+            .collect();
+        let ctrs: Vec<Container> = (0..5)
+            .map(|i| Container {
+                id: format!("ctr{i}"),
+                pod_sandbox_id: format!("pod{}", i % 3),
+                annotations: [("k".to_string(), "v".repeat(i))].into(),
+                ..Default::default()
+            })
+            .collect();
+        for (np, nc, more) in [(3, 5, false), (2, 0, true), (0, 4, true), (0, 0, false)] {
+            let chunk = SyncChunk {
+                pods: &pods[..np],
+                containers: &ctrs[..nc],
+                more,
+            };
+            let owned = SynchronizeRequest {
+                pods: pods[..np].to_vec(),
+                containers: ctrs[..nc].to_vec(),
+                more,
+            };
+            assert_eq!(
+                chunk.encode_to_vec(),
+                owned.encode_to_vec(),
+                "{np} {nc} {more}"
+            );
+            assert_eq!(chunk.encoded_len(), owned.encoded_len());
+        }
+    }
 
     #[test]
     fn plan_fits_everything_when_small() {
