@@ -1214,35 +1214,37 @@ apart on the same machine, connected to the Go runtime):
 /// Where the time of one CreateContainer goes (measured apart, see the text).
 const PROFILE: &str = r#"## Where the time goes
 
-One CreateContainer through 8 minimal Rust plugins on our runtime, profiled apart from the
-run above on the same (loaded) machine: `perf stat` and `perf record -F 4999` (flat
-profile, no call graphs) of the Rust bench program and its plugin processes (perf follows
-the children) during 5,000 calls (after 500 warm-up calls):
+One CreateContainer through 8 minimal Rust plugins on our runtime, counted apart from the
+run above on the same machine (counts of system calls and context switches do not depend
+on the machine's load; times do). The details, commands and CPU samples are in
+[PERFORMANCE-profile.md](PERFORMANCE-profile.md).
 
 ```sh
+strace -f -c -- target/release/nri-rs-adaptation-bench -plugin target/release/nri-rs-min-plugin \
+  -mode create -plugins 8 -n 2000 -warmup 200 -registrations 0
 perf stat -e task-clock,context-switches -- target/release/nri-rs-adaptation-bench \
-  -plugin target/release/nri-rs-min-plugin -mode create -plugins 8 -n 5000 -warmup 500 -registrations 0
-perf record -F 4999 -- target/release/nri-rs-adaptation-bench ...   # the same arguments
-perf report --comm <process> --sort dso,sym
+  -plugin target/release/nri-rs-min-plugin -mode create -plugins 8 -n 3000 -warmup 300 -registrations 0
 ```
 
-* **Waiting, not computing.** The call's median was 464 µs, but all nine processes
-  together used about 550 µs of CPU per call on 2 cores, and the machine ran at 0.37 CPUs
-  for the bench: each call makes about 29 context switches (3–4 per plugin: the runtime
-  sends and sleeps, the plugin wakes, answers and sleeps, the runtime wakes). Plugins are
-  called one after the other, so a call is 8 round trips of ~58 µs each, most of it
-  scheduler wake-up latency, which is why p99 follows the machine's load.
-* **CPU by process:** the 8 plugins 70 %, the runtime 30 % (about 20 µs per plugin hop).
-* **In the runtime** (shares of all samples): tokio/mio task polling and the syscall
-  stubs 10 %, `memmove` 5.5 % (request and reply bytes copied between buffers on their way
-  through ttRPC, the mux and the socket), kernel socket send/receive and syscall entry 4 %, protobuf encoding 3 %,
-  nri-ttrpc and nri-mux 2 %, adaptation logic (merging adjustments, ownership) under 2 %.
-* **In each plugin:** tokio/mio polling and syscall stubs 25 %, kernel scheduling and
-  wake-up 10.5 %, glibc malloc/free 9 % (decoding the request allocates every string of
-  the container), protobuf decode and encode 9 %, nri-ttrpc and nri-mux 3 %; the handler
-  itself is negligible.
-* So the lever is the number of wake-ups and copies per hop (fewer tasks woken per
-  message in mux/ttRPC, fewer buffer copies), not the merge logic.
+| per CreateContainer (8 plugins, whole chain) | before | now | raw chain |
+|---|---:|---:|---:|
+| system calls | 73 | 56 | 32 |
+| `epoll_wait` | 40 | 24 | – |
+| `sendto` + `recvfrom` | 32 | 32 | 32 (`write` + `read`) |
+| context switches | 29–31 | 18.5–19 | 16 (two per hop) |
+
+* **Waiting, not computing.** Plugins are called one after the other, so a call is 8
+  round trips, and most of each is the kernel waking the peer process (CPU samples: 60 %
+  in the kernel, wake-ups and task switches above all).
+* **What changed.** tokio registers every socket with its event loop for reading and
+  writing. On a Unix socket each read by the peer frees buffer space and raises a new
+  "writable" event, so every message woke its sender once more when the receiver read
+  it: two useless wake-ups per hop. The mux now registers its socket for readability
+  only and asks for writability only while a write waits for buffer space
+  (`nri_mux::UnixTrunk`): a plugin now blocks once per message, as the raw chain does.
+* **What is left** above the raw chain: one non-blocking `epoll_wait` per hop in the
+  runtime, and user-space work spread thin (task polling, protobuf decoding with its
+  allocations, copies between ttRPC, mux and socket buffers: none above 1 % of samples).
 "#;
 
 fn load_average() -> String {
