@@ -32,12 +32,17 @@
 //!   each (split into several messages), every runtime/plugin pairing;
 //! * one plugin hop (a small ttRPC call over the mux) next to a raw socket
 //!   pair round trip of the same bytes, in-process (`common/hop.rs`, the
-//!   measurement of `--bench wire`).
+//!   measurement of `--bench wire`);
+//! * a WebAssembly plugin (the Go-built `nri-wasm-scripted` of
+//!   `interop/wasm-plugins`, the same file for both runtimes, pre-installed):
+//!   start-up of a runtime with it (ours from the cache of compiled modules)
+//!   and CreateContainer through it, the first call and the steady state.
 //!
 //! `NRI_BENCH_QUICK=1` runs every case with few iterations (a check that the
 //! bench works; it still writes the document, marked as a quick run).
 //! `NRI_ADAPTATION_BENCH_ITERS` sets the CreateContainer calls per case
-//! (default 3000).
+//! (default 3000). `NRI_BENCH_ONLY=wasm` runs only the WebAssembly case and
+//! prints its section without writing the document.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -69,6 +74,13 @@ const HOP_TARGET: f64 = 3.0;
 const MANY: usize = 8;
 /// CreateContainer through 8 plugins over the raw chain of the same shape.
 const RAW_CHAIN_TARGET: f64 = 2.0;
+/// CreateContainer through one WebAssembly plugin, ours over Go's (median).
+const WASM_CREATE_TARGET: f64 = 0.1;
+/// Start-up of a runtime with one WebAssembly plugin, ours (compiled module
+/// cached) over Go's.
+const WASM_STARTUP_TARGET: f64 = 0.1;
+/// The WebAssembly plugin measured.
+const WASM_MODULE: &str = "nri-wasm-scripted";
 
 /// Median and 99th percentile of one measurement, in microseconds.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
@@ -112,6 +124,8 @@ struct Report {
     updates_received: Option<u64>,
     pods: Option<usize>,
     sync_bytes: Option<usize>,
+    startup: Option<Latency>,
+    first_create_us: Option<f64>,
     iterations: usize,
     gomaxprocs: Option<usize>,
     go_version: Option<String>,
@@ -132,6 +146,8 @@ enum Plugin {
     RustMin,
     RustMinSmall,
     GoMin,
+    /// The Go-built WebAssembly module `nri-wasm-scripted`.
+    Wasm,
 }
 
 impl Plugin {
@@ -142,6 +158,7 @@ impl Plugin {
             Plugin::RustMin => "Rust minimal (nri-rs-min-plugin)",
             Plugin::RustMinSmall => "Rust minimal, size profile + static (nri-rs-min-plugin)",
             Plugin::GoMin => "Go minimal (nri-min-plugin)",
+            Plugin::Wasm => "WebAssembly, built with Go (nri-wasm-scripted)",
         }
     }
 
@@ -172,6 +189,8 @@ struct Counts {
     hops: usize,
     /// Seconds of the sustained-load case, per runtime.
     load_seconds: usize,
+    /// Timed start-ups of a runtime with a WebAssembly plugin.
+    wasm_starts: usize,
 }
 
 impl Counts {
@@ -191,6 +210,7 @@ impl Counts {
                 syncs: [(1000, 2), (10_000, 1)],
                 hops: 2000,
                 load_seconds: 5,
+                wasm_starts: 2,
             }
         } else {
             Counts {
@@ -201,6 +221,7 @@ impl Counts {
                 syncs: [(1000, 10), (10_000, 5)],
                 hops: 20_000,
                 load_seconds: 60,
+                wasm_starts: 5,
             }
         }
     }
@@ -304,10 +325,43 @@ const SMALL_BUILD: &str = r#"CARGO_TARGET_DIR=$CARGO_TARGET_DIR/min-plugin cargo
   --config profile.release.codegen-units=1 --config 'profile.release.panic="abort"' \
   --config 'target.x86_64-unknown-linux-gnu.rustflags=["-C", "target-feature=+crt-static"]'"#;
 
+/// The WebAssembly case: start-ups and CreateContainer through one module,
+/// on each runtime.
+fn wasm_case(progs: &Programs, counts: Counts) -> Pair {
+    let args = [
+        "-mode".to_string(),
+        "wasm".to_string(),
+        "-n".to_string(),
+        counts.create.to_string(),
+        "-warmup".to_string(),
+        (counts.create / 10).to_string(),
+        "-registrations".to_string(),
+        counts.wasm_starts.to_string(),
+    ];
+    pair(progs, 1, Plugin::Wasm, &args)
+}
+
 fn main() {
     // In the echo processes of the raw chain this never returns.
     raw_chain::serve_echo_if_asked();
     let counts = Counts::from_env();
+    if std::env::var("NRI_BENCH_ONLY").is_ok_and(|v| v == "wasm") {
+        let progs = Programs {
+            go_bench: nri_interop::harness_bin(GO_BENCH),
+            plugins: BTreeMap::from([(Plugin::Wasm, nri_interop::wasm_plugin(WASM_MODULE))]),
+        };
+        let load_start = load_average();
+        let wasm = wasm_case(&progs, counts);
+        let mut d = String::new();
+        render_wasm(&mut d, &wasm, counts);
+        print!("{d}");
+        eprintln!(
+            "adaptation bench: only the WebAssembly case (load average at start: {load_start}; \
+             at the end: {}); docs/PERFORMANCE.md not written",
+            load_average()
+        );
+        return;
+    }
     let load_start = load_average();
     let started = Instant::now();
     // First, while no plugin process runs: the in-process round trips are
@@ -325,6 +379,7 @@ fn main() {
             (Plugin::GoTest, go_plugin),
             (Plugin::RustMin, PathBuf::from(RUST_MIN_PLUGIN)),
             (Plugin::GoMin, go_min),
+            (Plugin::Wasm, nri_interop::wasm_plugin(WASM_MODULE)),
         ]),
     };
     let small = small_min_plugin();
@@ -428,6 +483,7 @@ fn main() {
         rust: run(&progs, Runtime::Rust, Plugin::RustTest, &load_args),
         go: run(&progs, Runtime::Go, Plugin::GoTest, &load_args),
     };
+    let wasm = wasm_case(&progs, counts);
 
     let load_end = load_average();
     let go_info = creates
@@ -441,6 +497,7 @@ fn main() {
         hop,
         raw,
         load,
+        wasm,
     };
     let doc = render(
         &results,
@@ -467,6 +524,7 @@ struct Results {
     hop: hop::Hop,
     raw: RawChains,
     load: LoadPair,
+    wasm: Pair,
 }
 
 /// The sustained-load case: our runtime with our test plugins, the Go
@@ -610,6 +668,7 @@ fn render(
     render_sync(&mut d, res);
     render_registration(&mut d, res, counts);
     render_hop(&mut d, &res.hop);
+    render_wasm(&mut d, &res.wasm, counts);
     d.push_str(PROFILE);
     let _ = writeln!(d, "\n## Reproducing\n");
     let _ = writeln!(
@@ -621,6 +680,87 @@ fn render(
          takes a few minutes on 2 cores after building."
     );
     d
+}
+
+fn render_wasm(d: &mut String, p: &Pair, counts: Counts) {
+    let _ = writeln!(d, "## A WebAssembly plugin\n");
+    let _ = writeln!(
+        d,
+        "One pre-installed WebAssembly plugin, the same file on both runtimes: `{WASM_MODULE}` \
+         of `interop/wasm-plugins` (Go, `GOOS=wasip1 GOARCH=wasm -buildmode=c-shared`, \
+         {:.1} MB), which answers CreateContainer with an annotation, a variable, a mount and \
+         CPU and memory limits (mode `wasm` of both bench programs). Rust: `nri-wasm` \
+         (wasmtime, Cranelift); Go: the reference's wazero. Start-up: {} runtimes started one \
+         after the other, each timed from its creation until its start returned with the \
+         module loaded, configured and synchronized; ours loads the compiled module from its \
+         cache (filled by one unmeasured start), wazero compiles the module at every start. \
+         CreateContainer: the first call after the start alone, then {} calls (after {} \
+         warm-up).\n",
+        std::fs::metadata(nri_interop::wasm_plugin(WASM_MODULE))
+            .map_or(0.0, |m| m.len() as f64 / 1e6),
+        counts.wasm_starts,
+        counts.create,
+        counts.create / 10
+    );
+    let _ = writeln!(
+        d,
+        "Targets: CreateContainer ≤ {WASM_CREATE_TARGET}× Go (median), start-up ≤ \
+         {WASM_STARTUP_TARGET}× Go (median).\n"
+    );
+    let _ = writeln!(
+        d,
+        "| | Rust median | p99 | Go median | p99 | median R/G | target |\n|---|---:|---:|---:|---:|---:|---|"
+    );
+    let (rs, gs) = (lat(&p.rust, |r| r.startup), lat(&p.go, |r| r.startup));
+    let (rc, gc) = (lat(&p.rust, |r| r.create), lat(&p.go, |r| r.create));
+    let us = |v: f64| format!("{v:.0} µs");
+    let mut row =
+        |name: &str, rust: [String; 2], go: [String; 2], ratio: f64, target: Option<f64>| {
+            let target =
+                target.map_or_else(String::new, |t| format!("≤ {t} ({})", met(ratio <= t)));
+            let [rm, rp] = rust;
+            let [gm, gp] = go;
+            let _ = writeln!(
+                d,
+                "| {name} | {rm} | {rp} | {gm} | {gp} | {ratio:.3} | {target} |"
+            );
+        };
+    row(
+        "start-up with the plugin",
+        [ms(rs.median_us), ms(rs.p99_us)],
+        [ms(gs.median_us), ms(gs.p99_us)],
+        rs.median_us / gs.median_us,
+        Some(WASM_STARTUP_TARGET),
+    );
+    let (rf, gf) = (
+        p.rust.first_create_us.unwrap_or_default(),
+        p.go.first_create_us.unwrap_or(f64::NAN),
+    );
+    row(
+        "first CreateContainer",
+        [us(rf), String::new()],
+        [us(gf), String::new()],
+        rf / gf,
+        None,
+    );
+    row(
+        "CreateContainer, steady state",
+        [us(rc.median_us), us(rc.p99_us)],
+        [us(gc.median_us), us(gc.p99_us)],
+        rc.median_us / gc.median_us,
+        Some(WASM_CREATE_TARGET),
+    );
+    let _ = writeln!(
+        d,
+        "\nA steady-state call is the plugin's own work (the same Go code in both, decoding \
+         and encoding protobuf, compiled to WebAssembly; wasmtime runs it without the runtime \
+         around it in a few tens of microseconds: `NRI_WASM_TEST_MODULE=<module> cargo test \
+         --release -p nri-wasm --test abi load_module_from_env -- --ignored --nocapture`), plus \
+         what the runtime adds: the request's encoding, the copies into and out of the \
+         module's memory, the adaptation's merge and, for ours, handing the call to the \
+         plugin's thread and back (two thread wake-ups, which cost most on a loaded \
+         machine).\n"
+    );
 }
 
 fn render_hop(d: &mut String, hop: &hop::Hop) {

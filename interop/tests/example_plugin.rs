@@ -4,29 +4,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-use common::{install_plugin, TIMEOUT};
+use common::{install_plugin, target_and_profile, TIMEOUT};
 use nri_interop::{run_ref_runtime, write_json};
 use serde_json::json;
-
-/// The target directory and profile this test was built with: the test binary is
-/// `<target>/<profile>/deps/<name>`.
-fn target_and_profile() -> (PathBuf, String) {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary in <target>/<profile>/deps");
-    let profile = profile_dir
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let target = profile_dir.parent().unwrap().to_owned();
-    (target, profile)
-}
 
 /// Builds the example with the cargo that builds this test, into the same target
 /// directory, and returns its path.

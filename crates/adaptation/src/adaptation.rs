@@ -211,6 +211,8 @@ impl Adaptation {
             if p.is_closed() {
                 p.stop().await;
             } else {
+                #[cfg(feature = "wasm")]
+                crate::plugin::wasm::resync_after_replacement(&self.inner, &p);
                 self.inner.add_plugin(p);
             }
         }

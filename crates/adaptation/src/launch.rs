@@ -21,9 +21,19 @@ use crate::restart::Launched;
 /// The first bytes of a WebAssembly module (`\0asm`, version 1).
 const WASM_MAGIC: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
 
-/// Whether the file starts with the WebAssembly magic. Unreadable files are
-/// not WebAssembly.
-pub(crate) fn is_wasm(path: &Path) -> bool {
+/// Whether the file at `path` starts with the WebAssembly magic (`\0asm`,
+/// version 1), the test the adaptation applies to the files of its plugin
+/// directory: such a file is loaded as a WebAssembly plugin instead of
+/// being executed. Unreadable files are not WebAssembly.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let module = dir.path().join("10-logger");
+/// std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+/// assert!(nri_adaptation::is_wasm_file(&module));
+/// assert!(!nri_adaptation::is_wasm_file(&dir.path().join("missing")));
+/// ```
+pub fn is_wasm_file(path: &Path) -> bool {
     let mut buf = [0u8; 8];
     let Ok(mut file) = std::fs::File::open(path) else {
         return false;
@@ -93,7 +103,7 @@ pub(crate) fn launch(plugin: &Discovered) -> Result<(UnixStream, Child), Error> 
 /// Launches a plugin of the plugin directory and registers and configures
 /// it. On failure its process is killed and reaped.
 pub(crate) async fn start(settings: &Arc<Settings>, d: Discovered) -> Result<Launched, Error> {
-    if is_wasm(&d.path) {
+    if is_wasm_file(&d.path) {
         return start_wasm(settings, d).await;
     }
     let (trunk, child) = launch(&d)?;
@@ -179,8 +189,8 @@ mod tests {
         .unwrap();
         let short = tmp.path().join("10-s");
         std::fs::write(&short, [0x00, 0x61]).unwrap();
-        assert!(is_wasm(&wasm));
-        assert!(!is_wasm(&short));
-        assert!(!is_wasm(&tmp.path().join("missing")));
+        assert!(is_wasm_file(&wasm));
+        assert!(!is_wasm_file(&short));
+        assert!(!is_wasm_file(&tmp.path().join("missing")));
     }
 }

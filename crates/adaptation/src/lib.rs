@@ -89,6 +89,7 @@ pub use builtin::{BuiltinPlugin, DefaultValidatorPlugin};
 pub use error::{
     BoxError, ConflictError, DiscoverError, Error, MergeError, PluginError, RegistrationError,
 };
+pub use launch::is_wasm_file;
 pub use merge::{CreateOutcome, CreateResult, StopResult, UpdateResult};
 pub use metrics::{Metrics, MetricsFanout, NoMetrics, SyncStats};
 /// The WebAssembly plugin engine (feature `wasm`), for

@@ -253,6 +253,8 @@ async fn supervise(
 async fn relaunch(inner: &Arc<Inner>, d: &Discovered) -> Result<Launched, RestartError> {
     let launched = crate::launch::start(&inner.settings, d.clone()).await?;
     let plugin = launched.plugin.clone();
+    #[cfg(feature = "wasm")]
+    crate::plugin::wasm::resync_after_replacement(inner, &plugin);
     let added = {
         let _sync = inner.sync_lock.clone().write_owned().await;
         // Detached when this block ends, however it ends (also when the

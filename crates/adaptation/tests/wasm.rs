@@ -15,21 +15,49 @@ use nri_api::*;
 use prost::Message;
 use support::*;
 
+/// `\xx` escapes of `bytes`, for a data segment.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("\\{b:02x}")).collect()
+}
+
+/// A module with a bump `malloc` and `data` (segments) and `globals`; the
+/// handlers in `custom` (export name, body over `$ptr` and `$len`) do what
+/// they say, every other handler answers an empty reply.
+fn wat_module(data: &str, globals: &str, custom: &[(&str, String)]) -> Vec<u8> {
+    let mut handlers = String::new();
+    for event in nri_adaptation::nri_wasm::WasmEvent::ALL {
+        let name = event.export_name();
+        let body = custom
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("(i64.const 0)", |(_, body)| body.as_str());
+        handlers.push_str(&format!(
+            "(func (export \"{name}\") (param $ptr i32) (param $len i32) (result i64) {body})\n"
+        ));
+    }
+    wat::parse_str(format!(
+        r#"(module
+  (memory (export "memory") 1)
+  {data}
+  (global $heap (mut i32) (i32.const 0x8000))
+  {globals}
+  (func (export "plugin_api_version") (result i64) i64.const 1)
+  (func (export "malloc") (param $n i32) (result i32)
+    (local $p i32)
+    (local.set $p (global.get $heap))
+    (global.set $heap (i32.add (global.get $heap) (local.get $n)))
+    (local.get $p))
+  (func (export "free") (param i32))
+  {handlers}
+)"#
+    ))
+    .unwrap()
+}
+
 /// A module answering CreateContainer with `create` (an encoded
 /// CreateContainerResponse); every other handler answers an empty reply.
 /// With `spin`, CreateContainer never returns.
 fn module(create: &[u8], spin: bool) -> Vec<u8> {
-    let data: String = create.iter().map(|b| format!("\\{b:02x}")).collect();
-    let mut handlers = String::new();
-    for event in nri_adaptation::nri_wasm::WasmEvent::ALL {
-        let name = event.export_name();
-        if name == "plugin_create_container" || name == "plugin_configure" {
-            continue;
-        }
-        handlers.push_str(&format!(
-            "(func (export \"{name}\") (param i32 i32) (result i64) i64.const 0)\n"
-        ));
-    }
     let body = if spin {
         "(loop $l (br $l)) (i64.const 0)".to_string()
     } else {
@@ -38,26 +66,22 @@ fn module(create: &[u8], spin: bool) -> Vec<u8> {
             create.len()
         )
     };
-    wat::parse_str(format!(
-        r#"(module
-  (memory (export "memory") 1)
-  (data (i32.const 0x100) "{data}")
-  (global $heap (mut i32) (i32.const 0x8000))
-  (func (export "plugin_api_version") (result i64) i64.const 1)
-  (func (export "malloc") (param $n i32) (result i32)
-    (local $p i32)
-    (local.set $p (global.get $heap))
-    (global.set $heap (i32.add (global.get $heap) (local.get $n)))
-    (local.get $p))
-  (func (export "free") (param i32))
-  (func (export "plugin_configure") (param $ptr i32) (param $len i32) (result i64)
-    (i64.const 0))
-  (func (export "plugin_create_container") (param $ptr i32) (param $len i32) (result i64)
-    {body})
-  {handlers}
-)"#
-    ))
-    .unwrap()
+    wat_module(
+        &format!(r#"(data (i32.const 0x100) "{}")"#, hex(create)),
+        "",
+        &[("plugin_create_container", body)],
+    )
+}
+
+/// A builder for the tests' runtime: no socket, no cache of compiled
+/// modules.
+fn wasm_builder(env: &Env) -> nri_adaptation::AdaptationBuilder {
+    env.builder().disable_external_connections().wasm_options(
+        nri_adaptation::nri_wasm::WasmOptions {
+            cache_dir: None,
+            ..Default::default()
+        },
+    )
 }
 
 fn install(dir: &Path, name: &str, bytes: &[u8]) {
@@ -95,14 +119,7 @@ async fn wasm_plugin_is_loaded_configured_and_adjusts() {
     std::fs::create_dir_all(env.conf_dir()).unwrap();
     std::fs::write(env.conf_dir().join("wat.conf"), "some: config\n").unwrap();
 
-    let nri = env
-        .builder()
-        .disable_external_connections()
-        .wasm_options(nri_adaptation::nri_wasm::WasmOptions {
-            cache_dir: None,
-            ..Default::default()
-        })
-        .build();
+    let nri = wasm_builder(&env).build();
     bounded(nri.start()).await.unwrap();
     let plugins = nri.plugins();
     assert_eq!(plugins.len(), 1, "{plugins:?}");
@@ -123,14 +140,8 @@ async fn wasm_plugin_is_loaded_configured_and_adjusts() {
 async fn wasm_plugin_past_the_request_timeout_is_dropped() {
     let env = Env::new();
     install(&env.plugin_dir(), "10-spin", &module(&[], true));
-    let nri = env
-        .builder()
-        .disable_external_connections()
+    let nri = wasm_builder(&env)
         .request_timeout(Duration::from_millis(300))
-        .wasm_options(nri_adaptation::nri_wasm::WasmOptions {
-            cache_dir: None,
-            ..Default::default()
-        })
         .build();
     bounded(nri.start()).await.unwrap();
     assert_eq!(nri.plugins().len(), 1);
@@ -154,5 +165,104 @@ async fn invalid_wasm_file_is_skipped() {
     let nri = env.builder().disable_external_connections().build();
     bounded(nri.start()).await.unwrap();
     assert!(nri.plugins().is_empty());
+    bounded(nri.stop()).await;
+}
+
+/// A module that keeps state from Synchronize: its Synchronize sets a flag
+/// and answers `sync` (an encoded SynchronizeResponse); its CreateContainer
+/// answers `create` once synchronized, fails with "not synchronized"
+/// before, and traps on a request longer than 600 bytes.
+fn stateful_module(create: &[u8], sync: &[u8]) -> Vec<u8> {
+    let not_synced = b"not synchronized";
+    let data = format!(
+        r#"(data (i32.const 0x100) "{}") (data (i32.const 0x400) "{}") (data (i32.const 0x600) "{}")"#,
+        hex(create),
+        hex(sync),
+        hex(not_synced)
+    );
+    let synchronize = format!(
+        "(global.set $synced (i32.const 1))
+         (i64.or (i64.shl (i64.const 0x400) (i64.const 32)) (i64.const {}))",
+        sync.len()
+    );
+    // Bit 31 of the size: an error text.
+    let create = format!(
+        "(if (i32.gt_u (local.get $len) (i32.const 600)) (then unreachable))
+         (if (i32.eqz (global.get $synced))
+           (then (return (i64.or (i64.shl (i64.const 0x600) (i64.const 32))
+                                 (i64.const {})))))
+         (i64.or (i64.shl (i64.const 0x100) (i64.const 32)) (i64.const {}))",
+        not_synced.len() | (1 << 31),
+        create.len()
+    );
+    wat_module(
+        &data,
+        "(global $synced (mut i32) (i32.const 0))",
+        &[
+            ("plugin_synchronize", synchronize),
+            ("plugin_create_container", create),
+        ],
+    )
+}
+
+#[tokio::test]
+async fn a_replaced_instance_is_configured_and_synchronized_again() {
+    let env = Env::new();
+    let mut adjust = ContainerAdjustment::default();
+    adjust.add_annotation("from", "wasm");
+    let create = CreateContainerResponse {
+        adjust: Some(adjust),
+        ..Default::default()
+    };
+    let sync = SynchronizeResponse {
+        update: vec![ContainerUpdate {
+            container_id: "ctr-synced".into(),
+            ..Default::default()
+        }],
+        more: false,
+    };
+    install(
+        &env.plugin_dir(),
+        "10-stateful",
+        &stateful_module(&create.encode_to_vec(), &sync.encode_to_vec()),
+    );
+    let nri = wasm_builder(&env).build();
+    bounded(nri.start()).await.unwrap();
+    let syncs = || env.runtime.synced.lock().unwrap().len();
+    assert_eq!(syncs(), 1);
+    let reply = bounded(nri.create_container(create_request()))
+        .await
+        .unwrap();
+    assert_eq!(reply.adjust.unwrap().annotations["from"], "wasm");
+
+    // A request long enough to make the module trap.
+    let mut trapping = create_request();
+    if let Some(c) = trapping.container.as_mut() {
+        c.name = "x".repeat(1000);
+    }
+    assert!(create_request().encoded_len() < 600);
+    let err = bounded(nri.create_container(trapping))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("plugin_create_container"), "{err}");
+    // A trap is an error of the call; the plugin stays.
+    assert_eq!(nri.plugins().len(), 1);
+
+    // The fresh instance is synchronized with the runtime's state again,
+    // without waiting for an event.
+    bounded(async {
+        while syncs() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(syncs(), 2);
+    assert!(env.runtime.sync_errors.lock().unwrap().is_empty());
+    // Without its Synchronize, the module would answer "not synchronized".
+    let reply = bounded(nri.create_container(create_request()))
+        .await
+        .unwrap();
+    assert_eq!(reply.adjust.unwrap().annotations["from"], "wasm");
     bounded(nri.stop()).await;
 }

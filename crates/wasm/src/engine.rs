@@ -38,10 +38,26 @@ pub(crate) fn shared() -> Result<&'static Shared, String> {
 /// Wakes up when the earliest registered deadline passes and bumps the
 /// engine's epoch, so that the store whose deadline passed stops at its
 /// next epoch check. Idle (no call in flight) it sleeps.
+///
+/// Arming a deadline wakes the watchdog only if it is asleep without a
+/// wake-up time or would wake up after the new deadline: calls with the
+/// usual timeout each register a deadline a little later than the one the
+/// watchdog already sleeps towards, so a stream of calls costs the
+/// watchdog one wake-up per timeout period, not one per call (it wakes up
+/// early then, finds the deadline it slept for gone or later, and sleeps
+/// again).
 pub(crate) struct Watchdog {
-    deadlines: Mutex<BTreeSet<(Instant, u64)>>,
+    state: Mutex<State>,
     changed: Condvar,
     next_id: std::sync::atomic::AtomicU64,
+}
+
+/// The deadlines of the calls in flight, and when the watchdog wakes up
+/// next (`None`: only when woken).
+#[derive(Default)]
+struct State {
+    deadlines: BTreeSet<(Instant, u64)>,
+    wake_at: Option<Instant>,
 }
 
 /// Removes its deadline from the watchdog when dropped.
@@ -52,14 +68,14 @@ pub(crate) struct Armed<'a> {
 
 impl Drop for Armed<'_> {
     fn drop(&mut self) {
-        self.watchdog.lock().remove(&self.key);
+        self.watchdog.lock().deadlines.remove(&self.key);
     }
 }
 
 impl Watchdog {
     fn start(engine: Engine) -> io::Result<Arc<Watchdog>> {
         let watchdog = Arc::new(Watchdog {
-            deadlines: Mutex::new(BTreeSet::new()),
+            state: Mutex::new(State::default()),
             changed: Condvar::new(),
             next_id: std::sync::atomic::AtomicU64::new(0),
         });
@@ -70,8 +86,8 @@ impl Watchdog {
         Ok(watchdog)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(Instant, u64)>> {
-        self.deadlines.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Watches `deadline` until the returned guard is dropped.
@@ -80,8 +96,14 @@ impl Watchdog {
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let key = (deadline, id);
-        self.lock().insert(key);
-        self.changed.notify_one();
+        let mut state = self.lock();
+        state.deadlines.insert(key);
+        if state.wake_at.is_none_or(|wake| deadline < wake) {
+            // Sleeping towards a later time, or without one.
+            state.wake_at = Some(deadline);
+            self.changed.notify_one();
+        }
+        drop(state);
         Armed {
             watchdog: self,
             key,
@@ -89,31 +111,27 @@ impl Watchdog {
     }
 
     fn run(&self, engine: &Engine) {
-        let mut deadlines = self.lock();
+        let mut state = self.lock();
         loop {
-            let Some(&(first, _)) = deadlines.first() else {
-                deadlines = self
-                    .changed
-                    .wait(deadlines)
-                    .unwrap_or_else(|e| e.into_inner());
+            let Some(&(first, _)) = state.deadlines.first() else {
+                state.wake_at = None;
+                state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
                 continue;
             };
             let now = Instant::now();
-            if first <= now {
+            let sleep = if first <= now {
                 engine.increment_epoch();
                 // Passed deadlines stay registered until their calls
                 // return; bump again a little later in case the store was
                 // in a host call when this bump happened.
-                deadlines = self
-                    .changed
-                    .wait_timeout(deadlines, std::time::Duration::from_millis(10))
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                continue;
-            }
-            deadlines = self
+                std::time::Duration::from_millis(10)
+            } else {
+                first - now
+            };
+            state.wake_at = Some(now + sleep);
+            state = self
                 .changed
-                .wait_timeout(deadlines, first - now)
+                .wait_timeout(state, sleep)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }

@@ -72,10 +72,14 @@ pub fn default_cache_dir() -> PathBuf {
 /// back-edge once the timeout passes. After a timeout or a trap the
 /// instance is thrown away; the next call gets a fresh instance, which is
 /// initialized again and, if the plugin was configured, configured again
-/// with the last successful Configure request.
+/// with the last successful Configure request. The module's other state
+/// (what it learnt from Synchronize and the events since) is lost with the
+/// instance: [`discarded`](Self::discarded) tells the caller, who can
+/// synchronize the plugin again.
 pub struct WasmPlugin {
     name: Arc<str>,
     jobs: mpsc::Sender<Job>,
+    discarded: tokio::sync::watch::Receiver<u64>,
 }
 
 impl std::fmt::Debug for WasmPlugin {
@@ -123,10 +127,12 @@ impl WasmPlugin {
         let loader = Loader::new(shared, module, name.clone(), options.clone())?;
         let live = loader.instantiate()?;
         let (jobs, rx) = mpsc::channel();
+        let (discarded_tx, discarded) = tokio::sync::watch::channel(0);
         let worker = Worker {
             loader,
             live: Some(live),
             configured: None,
+            discarded: discarded_tx,
         };
         std::thread::Builder::new()
             .name(format!("nri-wasm-{name}"))
@@ -135,12 +141,33 @@ impl WasmPlugin {
                 plugin: name.to_string(),
                 message: format!("cannot start the plugin's thread: {e}"),
             })?;
-        Ok(WasmPlugin { name, jobs })
+        Ok(WasmPlugin {
+            name,
+            jobs,
+            discarded,
+        })
     }
 
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// How many instances were thrown away so far (after a trap, an exit,
+    /// a timeout or the memory limit); the receiver sees each change. The
+    /// next call after a change runs on a fresh instance that remembers
+    /// nothing but the last Configure request.
+    ///
+    /// ```no_run
+    /// # async fn f(plugin: nri_wasm::WasmPlugin) {
+    /// let mut discarded = plugin.discarded();
+    /// while discarded.changed().await.is_ok() {
+    ///     // Synchronize the plugin again.
+    /// }
+    /// # }
+    /// ```
+    pub fn discarded(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.discarded.clone()
     }
 
     /// Calls the module's handler for `event` with an encoded request and
@@ -533,6 +560,8 @@ struct Worker {
     /// The last Configure request the plugin accepted, replayed into a
     /// replacement instance.
     configured: Option<Vec<u8>>,
+    /// Counts the instances thrown away.
+    discarded: tokio::sync::watch::Sender<u64>,
 }
 
 impl Worker {
@@ -572,6 +601,7 @@ impl Worker {
             tracing::warn!(plugin = %self.loader.name, error = %e,
                 "discarding the WASM plugin instance");
             self.live = None;
+            self.discarded.send_modify(|n| *n += 1);
         }
         result
     }

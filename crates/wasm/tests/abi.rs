@@ -454,7 +454,9 @@ fn cached_load() {
 }
 
 /// Loads the module named by `NRI_WASM_TEST_MODULE` (e.g. a Go plugin) and
-/// reports how long compiling and loading from the cache take:
+/// reports how long compiling and loading from the cache take, then the
+/// median of 2000 CreateContainer calls straight to the module (no
+/// adaptation around it), after Configure with `{"tag": "bench"}`:
 /// `NRI_WASM_TEST_MODULE=x.wasm cargo test -p nri-wasm --test abi -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -480,4 +482,44 @@ fn load_module_from_env() {
             started.elapsed()
         );
     }
+    use prost::Message;
+    let p = WasmPlugin::load(path.as_ref(), "10-env", &opts).unwrap();
+    let configure = nri_api::ConfigureRequest {
+        config: r#"{"tag": "bench"}"#.into(),
+        ..Default::default()
+    };
+    p.call_blocking(WasmEvent::Configure, configure.encode_to_vec(), T)
+        .unwrap();
+    let mut samples = Vec::new();
+    for i in 0..2200 {
+        let id = format!("ctr{i}");
+        let req = nri_api::CreateContainerRequest {
+            pod: Some(nri_api::PodSandbox {
+                id: "pod0".into(),
+                name: "pod0".into(),
+                uid: "uid0".into(),
+                namespace: "default".into(),
+                ..Default::default()
+            }),
+            container: Some(nri_api::Container {
+                id: id.clone(),
+                pod_sandbox_id: "pod0".into(),
+                name: id,
+                args: vec!["sleep".into(), "3600".into()],
+                env: vec!["PATH=/usr/bin:/bin".into()],
+                ..Default::default()
+            }),
+        };
+        let started = Instant::now();
+        p.call_blocking(WasmEvent::CreateContainer, req.encode_to_vec(), T)
+            .unwrap();
+        if i >= 200 {
+            samples.push(started.elapsed());
+        }
+    }
+    samples.sort();
+    println!(
+        "CreateContainer straight to the module: median {:?}",
+        samples[samples.len() / 2]
+    );
 }

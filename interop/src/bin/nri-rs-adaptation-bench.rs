@@ -10,6 +10,7 @@
 //! nri-rs-adaptation-bench -plugin BIN -mode lifecycle [-plugins 8] [-n 1000] [-warmup 100]
 //! nri-rs-adaptation-bench -plugin BIN -mode sync [-containers 1000] [-rounds 5]
 //! nri-rs-adaptation-bench -plugin BIN -mode load [-plugins 8] [-rate 100] [-duration 60] [-update-ms 100]
+//! nri-rs-adaptation-bench -plugin MODULE -mode wasm [-n 5000] [-warmup 500] [-registrations 3]
 //! ```
 //!
 //! With `NRI_BENCH_METRICS=1` in the environment, `nri-metrics` records
@@ -33,6 +34,15 @@
 //!   time, each timed from its scheduled start (so a late start counts);
 //!   latency per 5-second window, the runtime's `VmRSS` at the start and
 //!   the end, and the updates the runtime received.
+//! * `wasm`: `MODULE` is a WebAssembly plugin (the interop harness's
+//!   `nri-wasm-scripted`), installed as the pre-installed plugin `10-wasm`
+//!   with the configuration `{"tag": "bench"}`. One runtime is started and
+//!   stopped unmeasured, so that the compiled module is in the cache; then
+//!   `-registrations` runtimes are started one after the other, each timed
+//!   from its builder until `start` returned (the module loaded from the
+//!   cache, configured and synchronized), and stopped; then one more is
+//!   started, its first CreateContainer is timed alone, and `-n` calls after
+//!   `-warmup` unmeasured ones.
 //!
 //! The adaptation runs on a current-thread tokio runtime.
 
@@ -94,6 +104,10 @@ struct Report {
     runtime_anon_kib: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     runtime_rss_after_kib: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    startup: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_create_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     lifecycle: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -215,6 +229,7 @@ fn main() -> ExitCode {
             "lifecycle" => run_lifecycle(&args).await,
             "sync" => run_sync(&args).await,
             "load" => run_load(&args).await,
+            "wasm" => run_wasm(&args).await,
             other => Err(format!("unknown -mode {other}")),
         }
     });
@@ -654,6 +669,100 @@ async fn run_sync(args: &Args) -> Result<Report, Failure> {
         plugins: 1,
         iterations: args.rounds,
         ..Default::default()
+    })
+}
+
+/// Starts a runtime whose plugin directory holds the WebAssembly plugin
+/// `10-wasm`; returns it and the time from its builder to a completed
+/// `start`.
+async fn start_wasm(dir: &Path) -> Result<(Adaptation, Duration), Failure> {
+    let began = Instant::now();
+    let (tx, _synced) = mpsc::unbounded_channel();
+    let hooks = Hooks {
+        pods: Vec::new(),
+        containers: Vec::new(),
+        synced: tx,
+        updates: Arc::new(AtomicU64::new(0)),
+    };
+    let nri = Adaptation::builder("nri-adaptation-bench", "v0.0.0", Arc::new(hooks))
+        .plugin_path(dir.join("plugins"))
+        .plugin_config_path(dir.join("conf"))
+        .disable_external_connections()
+        .build();
+    nri.start()
+        .await
+        .map_err(|e| format!("start adaptation: {e}"))?;
+    let took = began.elapsed();
+    if nri.plugins().len() != 1 {
+        return Err(format!(
+            "the WebAssembly plugin did not start: plugins {:?}",
+            nri.plugins()
+        ));
+    }
+    Ok((nri, took))
+}
+
+async fn run_wasm(args: &Args) -> Result<Report, Failure> {
+    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    for sub in ["plugins", "conf"] {
+        std::fs::create_dir(dir.path().join(sub)).map_err(|e| format!("mkdir: {e}"))?;
+    }
+    let module = dir.path().join("plugins").join("10-wasm");
+    std::fs::copy(&args.plugin, &module)
+        .map_err(|e| format!("copy {}: {e}", args.plugin.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&module, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("chmod: {e}"))?;
+    }
+    std::fs::write(dir.path().join("conf/10-wasm.conf"), r#"{"tag": "bench"}"#)
+        .map_err(|e| format!("write config: {e}"))?;
+    // Unmeasured: puts the compiled module in the cache.
+    let (nri, _) = start_wasm(dir.path()).await?;
+    nri.stop().await;
+    let mut startups = Vec::with_capacity(args.registrations);
+    for _ in 0..args.registrations {
+        let (nri, took) = start_wasm(dir.path()).await?;
+        startups.push(took);
+        nri.stop().await;
+    }
+    let (nri, _) = start_wasm(dir.path()).await?;
+    let mut first = Duration::ZERO;
+    let mut samples = Vec::with_capacity(args.n);
+    for i in 0..1 + args.warmup + args.n {
+        let req = create_request(i as i64);
+        let name = req.container.as_ref().map(|c| c.name.clone());
+        let start = Instant::now();
+        let reply = nri.create_container(req).await;
+        let elapsed = start.elapsed();
+        let reply = reply.map_err(|e| format!("CreateContainer {i}: {e}"))?;
+        let got = reply
+            .adjust
+            .and_then(|a| a.annotations.get("nri-wasm/adjusted").cloned());
+        if got != name {
+            return Err(format!(
+                "CreateContainer {i}: annotation {got:?}, want {name:?}"
+            ));
+        }
+        if i == 0 {
+            first = elapsed;
+        } else if i > args.warmup {
+            samples.push(elapsed);
+        }
+    }
+    nri.stop().await;
+    Ok(Report {
+        mode: "wasm",
+        create: Some(summarize(samples)?),
+        startup: if startups.is_empty() {
+            None
+        } else {
+            Some(summarize(startups)?)
+        },
+        first_create_us: Some(first.as_secs_f64() * 1e6),
+        plugins: 1,
+        iterations: args.n,
+        ..Report::default()
     })
 }
 

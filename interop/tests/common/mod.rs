@@ -21,6 +21,23 @@ pub fn rust_plugin_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nri-rs-test-plugin"))
 }
 
+/// The target directory and profile this test was built with: the test binary is
+/// `<target>/<profile>/deps/<name>`.
+pub fn target_and_profile() -> (PathBuf, String) {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test binary in <target>/<profile>/deps");
+    let profile = profile_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let target = profile_dir.parent().unwrap().to_owned();
+    (target, profile)
+}
+
 /// A plugin process (any executable), killed when dropped.
 #[derive(Debug)]
 pub struct PluginProcess {

@@ -49,7 +49,9 @@ pub struct RuntimeInfo {
 pub struct PluginReport {
     /// `NN-name`.
     pub name: String,
-    /// `builtin`, `launched` or `external`.
+    /// `builtin`, `launched` (a program of the plugin directory), `wasm`
+    /// (a WebAssembly module of the plugin directory), `sample` or
+    /// `external`.
     pub kind: String,
     /// Subscribed events.
     pub events: Vec<String>,

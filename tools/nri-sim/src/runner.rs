@@ -446,6 +446,13 @@ impl Sim {
                     .contains(&format!("{}-{}", p.index, p.name))
                 {
                     "sample"
+                } else if self
+                    .dirs
+                    .launched
+                    .get(&format!("{}-{}", p.index, p.name))
+                    .is_some_and(launch::Launched::is_wasm)
+                {
+                    "wasm"
                 } else {
                     match p.kind {
                         PluginKind::Builtin => "builtin",

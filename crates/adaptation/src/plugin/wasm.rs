@@ -3,6 +3,7 @@
 //! replies are the protobuf messages of the other plugin kinds.
 
 use std::future::Future;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use nri_api::Event;
@@ -10,7 +11,10 @@ use nri_wasm::{WasmEvent, WasmPlugin};
 use prost::Message;
 use tokio::sync::watch;
 
+use crate::adaptation::Inner;
 use crate::adaptation_error::PluginError;
+use crate::listener::OnePluginSync;
+use crate::plugin::{Backend, Plugin};
 
 /// How long past its timeout a call may take before the adaptation stops
 /// waiting. The engine interrupts the module at the timeout; only a module
@@ -74,6 +78,68 @@ impl Wasm {
             )
         })
     }
+}
+
+/// Synchronizes `plugin` again each time its module's instance is thrown
+/// away (a trap, a timeout): the fresh instance gets the last Configure
+/// replayed by `nri-wasm`, but it has lost what Synchronize and the events
+/// since taught it. The runtime's synchronize hook gives the current pods
+/// and containers, as for a plugin that connects; the plugin's sync lock is
+/// held, so no runtime event that blocks plugin synchronization runs
+/// meanwhile. A failed Synchronize closes the plugin. Not a WebAssembly
+/// plugin: nothing to do. The task ends when the plugin is closed or
+/// dropped, or the adaptation is stopped or dropped.
+pub(crate) fn resync_after_replacement(inner: &Arc<Inner>, plugin: &Arc<Plugin>) {
+    let Backend::Wasm(w) = &plugin.backend else {
+        return;
+    };
+    let mut discarded = w.plugin.discarded();
+    let closed = w.closed();
+    let inner: Weak<Inner> = Arc::downgrade(inner);
+    let weak: Weak<Plugin> = Arc::downgrade(plugin);
+    tokio::spawn(async move {
+        tokio::pin!(closed);
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut closed => return,
+                changed = discarded.changed() => if changed.is_err() { return },
+            }
+            let (Some(inner), Some(plugin)) = (inner.upgrade(), weak.upgrade()) else {
+                return;
+            };
+            let _sync = inner.sync_lock.clone().write_owned().await;
+            if inner.is_stopped() || plugin.is_closed() {
+                return;
+            }
+            // Replacements during this synchronization call for another.
+            discarded.borrow_and_update();
+            tracing::info!(plugin = %plugin.name,
+                "synchronizing the replaced WASM plugin instance");
+            let mut sync = OnePluginSync {
+                plugin: plugin.clone(),
+                result: None,
+                backlog: None,
+            };
+            match (
+                inner.settings.hooks.synchronize(&mut sync).await,
+                sync.result,
+            ) {
+                (Err(e), _) => {
+                    tracing::error!(plugin = %plugin.name, error = %e,
+                        "failed to synchronize the replaced WASM plugin instance");
+                    plugin.close();
+                }
+                (Ok(()), None) => tracing::warn!(plugin = %plugin.name,
+                    "runtime did not synchronize the replaced WASM plugin instance"),
+                (Ok(()), Some(_)) => {}
+            }
+            if plugin.is_closed() {
+                inner.remove_closed();
+                return;
+            }
+        }
+    });
 }
 
 /// The module's handler of an event.

@@ -4,6 +4,7 @@
 //	nri-adaptation-bench -plugin BIN [-mode create] [-plugins 1] [-n 5000] [-warmup 500] [-registrations 10]
 //	nri-adaptation-bench -plugin BIN -mode lifecycle [-plugins 8] [-n 1000] [-warmup 100]
 //	nri-adaptation-bench -plugin BIN -mode sync [-containers 1000] [-rounds 5]
+//	nri-adaptation-bench -plugin MODULE -mode wasm [-n 5000] [-warmup 500] [-registrations 3]
 //
 // BIN is a plugin with the command line and configuration of nri-ref-plugin
 // (nri-ref-plugin itself, nri-rs-test-plugin, or one of the minimal
@@ -32,6 +33,14 @@
 // 1 KiB annotations) is offered to -rounds plugins started one at a time;
 // each Synchronize (split into messages of at most 4 MiB) is timed inside
 // the runtime's sync callback, and from the plugin's process start.
+//
+// Mode wasm: MODULE is a WebAssembly plugin (the interop harness's
+// nri-wasm-scripted), installed as the pre-installed plugin 10-wasm with the
+// configuration {"tag": "bench"}. -registrations runtimes are created and
+// started one after the other, each timed from adaptation.New until Start
+// returned (the module loaded, configured and synchronized) and stopped;
+// then one more is started, its first CreateContainer call is timed alone,
+// and -n calls after -warmup unmeasured ones.
 //
 // It prints one JSON document, e.g. for mode create:
 //
@@ -95,6 +104,8 @@ type Report struct {
 	RuntimeAnonKiB     int      `json:"runtime_anon_kib,omitempty"`
 	RuntimeRSSKiB      int      `json:"runtime_rss_kib,omitempty"`
 	RuntimeRSSAfterKiB int      `json:"runtime_rss_after_kib,omitempty"`
+	Startup            *Latency `json:"startup,omitempty"`
+	FirstCreateUs      float64  `json:"first_create_us,omitempty"`
 	Lifecycle          *Latency `json:"lifecycle,omitempty"`
 	LifecyclesPerS     float64  `json:"lifecycles_per_s,omitempty"`
 	Sync               *Latency `json:"sync,omitempty"`
@@ -169,6 +180,8 @@ func main() {
 		err = runSync(*plugin, *containers, *rounds)
 	case "load":
 		err = runLoad(*plugin, *plugins, *warmup, *rate, *duration, *updateMs)
+	case "wasm":
+		err = runWasm(*plugin, *n, *warmup, *registrations)
 	default:
 		fmt.Fprintln(os.Stderr, "nri-adaptation-bench: unknown -mode", *mode)
 		os.Exit(2)
@@ -341,6 +354,98 @@ func (b *bench) oneLifecycle(ctx context.Context, i, plugins int) error {
 		return fmt.Errorf("RemoveContainer %d: %w", i, err)
 	}
 	return nil
+}
+
+// runWasm times the start-up of a runtime with one WebAssembly plugin and
+// CreateContainer through it.
+func runWasm(module string, n, warmup, starts int) error {
+	dir, err := os.MkdirTemp("", "nri-adaptation-bench-wasm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	plugins, conf := filepath.Join(dir, "plugins"), filepath.Join(dir, "conf")
+	for _, sub := range []string{plugins, conf} {
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			return err
+		}
+	}
+	data, err := os.ReadFile(module)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(plugins, "10-wasm"), data, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(conf, "10-wasm.conf"), []byte(`{"tag": "bench"}`), 0o644); err != nil {
+		return err
+	}
+	b := &bench{dir: dir, syncDone: make(chan syncTimes, 128)}
+	startOne := func() (*adaptation.Adaptation, time.Duration, error) {
+		began := time.Now()
+		nri, err := adaptation.New("nri-adaptation-bench", "v0.0.0", b.syncFn, b.updateFn,
+			adaptation.WithPluginPath(plugins),
+			adaptation.WithPluginConfigPath(conf),
+			adaptation.WithDisabledExternalConnections(),
+		)
+		if err != nil {
+			return nil, 0, fmt.Errorf("create adaptation: %w", err)
+		}
+		if err := nri.Start(); err != nil {
+			return nil, 0, fmt.Errorf("start adaptation: %w", err)
+		}
+		return nri, time.Since(began), nil
+	}
+	startups := make([]time.Duration, 0, starts)
+	for i := 0; i < starts; i++ {
+		nri, took, err := startOne()
+		if err != nil {
+			return err
+		}
+		startups = append(startups, took)
+		nri.Stop()
+		drain(b.syncDone)
+	}
+	nri, _, err := startOne()
+	if err != nil {
+		return err
+	}
+	defer nri.Stop()
+	drain(b.syncDone)
+
+	var first time.Duration
+	samples := make([]time.Duration, 0, n)
+	for i := 0; i < 1+warmup+n; i++ {
+		req := createRequest(i)
+		start := time.Now()
+		rsp, err := nri.CreateContainer(context.Background(), req)
+		elapsed := time.Since(start)
+		if err != nil {
+			return fmt.Errorf("CreateContainer %d: %w", i, err)
+		}
+		if got := rsp.GetAdjust().GetAnnotations()["nri-wasm/adjusted"]; got != req.Container.Name {
+			return fmt.Errorf("CreateContainer %d: annotation %q, want %q", i, got, req.Container.Name)
+		}
+		switch {
+		case i == 0:
+			first = elapsed
+		case i > warmup:
+			samples = append(samples, elapsed)
+		}
+	}
+	create := summarize(samples)
+	report := Report{
+		Mode:          "wasm",
+		Create:        &create,
+		FirstCreateUs: float64(first.Nanoseconds()) / 1e3,
+		Plugins:       1,
+		Iterations:    n,
+	}
+	if starts > 0 {
+		startup := summarize(startups)
+		report.Startup = &startup
+	}
+	return emit(report)
 }
 
 // runLifecycle times container lifecycles through plugins subscribed to

@@ -8,6 +8,11 @@
 //! adaptation launches the wrapper as it would launch the plugin: socket on
 //! fd 3, `NRI_PLUGIN_NAME`, `NRI_PLUGIN_IDX`, configuration from
 //! `NN-name.conf`.
+//!
+//! A `wasm:` plugin (and a WebAssembly module of the scenario's
+//! `plugin_dir`) gets a symbolic link `NN-name` to its module instead: the
+//! adaptation recognizes the module by its first bytes and runs it
+//! in-process.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -34,8 +39,16 @@ pub enum LaunchError {
 /// A plugin the adaptation will launch.
 #[derive(Debug, Clone)]
 pub struct Launched {
-    /// Where its standard error goes.
-    pub stderr: PathBuf,
+    /// Where its standard error goes (none for a WebAssembly module: the
+    /// adaptation adds what the module writes there to its errors).
+    pub stderr: Option<PathBuf>,
+}
+
+impl Launched {
+    /// Whether the plugin is a WebAssembly module.
+    pub fn is_wasm(&self) -> bool {
+        self.stderr.is_none()
+    }
 }
 
 /// The private plugin and configuration directories.
@@ -52,10 +65,10 @@ pub struct PluginDirs {
 impl PluginDirs {
     /// The last `lines` lines of a launched plugin's standard error.
     pub fn stderr_tail(&self, full_name: &str, lines: usize) -> String {
-        let Some(l) = self.launched.get(full_name) else {
+        let Some(stderr) = self.launched.get(full_name).and_then(|l| l.stderr.as_ref()) else {
             return String::new();
         };
-        let text = std::fs::read(&l.stderr).unwrap_or_default();
+        let text = std::fs::read(stderr).unwrap_or_default();
         let text = String::from_utf8_lossy(&text);
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
@@ -172,7 +185,55 @@ fn write_wrapper(
     let path = dir.join(full_name);
     std::fs::write(&path, script)?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
-    Ok(Launched { stderr })
+    Ok(Launched {
+        stderr: Some(stderr),
+    })
+}
+
+/// Links `dir/full_name` to the WebAssembly module at `module` (a
+/// symbolic link has every mode bit, so the adaptation takes it as a
+/// plugin whatever the module's own mode).
+fn link_wasm(dir: &Path, full_name: &str, module: &Path) -> Result<Launched, LaunchError> {
+    std::os::unix::fs::symlink(module, dir.join(full_name))?;
+    Ok(Launched { stderr: None })
+}
+
+/// Finds a `wasm:` plugin's module (relative to `base`) and checks that it
+/// is one.
+fn resolve_wasm(module: &str, base: &Path) -> Result<PathBuf, String> {
+    let p = base.join(module);
+    let p = std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    if !p.is_file() {
+        return Err(format!("{} is not a file", p.display()));
+    }
+    if !nri_adaptation::is_wasm_file(&p) {
+        return Err(format!(
+            "{} is not a WebAssembly module (it does not start with \\0asm and version 1)",
+            p.display()
+        ));
+    }
+    if !cfg!(feature = "wasm") {
+        return Err(
+            "this nri-sim is built without WebAssembly support (feature `wasm`)".to_string(),
+        );
+    }
+    Ok(p)
+}
+
+/// Writes `NN-name.conf` for a plugin whose scenario entry has `config`.
+fn write_config(
+    config_dir: &Path,
+    full_name: &str,
+    config: Option<&serde_json::Value>,
+) -> Result<(), LaunchError> {
+    if let Some(cfg) = config {
+        let text = match cfg {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        std::fs::write(config_dir.join(format!("{full_name}.conf")), text)?;
+    }
+    Ok(())
 }
 
 /// Writes the wrappers and configuration files of `scenario`'s launched
@@ -186,6 +247,20 @@ pub fn prepare(scenario: &Scenario) -> Result<PluginDirs, LaunchError> {
         std::fs::create_dir_all(d)?;
     }
     let mut launched = BTreeMap::new();
+    for p in &scenario.plugins {
+        let Some(module) = &p.wasm else { continue };
+        let idx = p.index.as_deref().unwrap_or(super::DEFAULT_INDEX);
+        let full_name = format!("{idx}-{}", p.name);
+        let unknown = |reason: String| LaunchError::Unknown {
+            plugin: full_name.clone(),
+            reason,
+        };
+        let module =
+            resolve_wasm(&expand(module).map_err(unknown)?, &scenario.base_dir).map_err(unknown)?;
+        let l = link_wasm(&plugin_dir, &full_name, &module)?;
+        write_config(&config_dir, &full_name, p.config.as_ref())?;
+        launched.insert(full_name, l);
+    }
     for p in &scenario.plugins {
         let Some(cmd) = &p.command else { continue };
         let idx = p.index.as_deref().unwrap_or(super::DEFAULT_INDEX);
@@ -222,13 +297,7 @@ pub fn prepare(scenario: &Scenario) -> Result<PluginDirs, LaunchError> {
                 reason,
             })?;
         let l = write_wrapper(&plugin_dir, &logs, &full_name, &program, args, &env)?;
-        if let Some(cfg) = &p.config {
-            let text = match cfg {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            std::fs::write(config_dir.join(format!("{full_name}.conf")), text)?;
-        }
+        write_config(&config_dir, &full_name, p.config.as_ref())?;
         launched.insert(full_name, l);
     }
     if let Some(dir) = &scenario.plugin_dir {
@@ -252,14 +321,18 @@ pub fn prepare(scenario: &Scenario) -> Result<PluginDirs, LaunchError> {
                 continue;
             }
             let program = std::fs::canonicalize(&path)?;
-            let l = write_wrapper(
-                &plugin_dir,
-                &logs,
-                &full_name,
-                &program,
-                &[],
-                &BTreeMap::new(),
-            )?;
+            let l = if nri_adaptation::is_wasm_file(&program) {
+                link_wasm(&plugin_dir, &full_name, &program)?
+            } else {
+                write_wrapper(
+                    &plugin_dir,
+                    &logs,
+                    &full_name,
+                    &program,
+                    &[],
+                    &BTreeMap::new(),
+                )?
+            };
             if let Some(conf) = &conf {
                 let base = nri_api::plugin::parse_plugin_name(&full_name)
                     .map(|(_, b)| b.to_string())

@@ -66,6 +66,12 @@ pub fn load_str(text: &str, origin: &str, base_dir: &Path) -> Result<Scenario, S
         if p.name.is_empty() {
             if let Some(sample) = &p.sample {
                 p.name = sample.0.clone();
+            } else if let Some(module) = &p.wasm {
+                let (index, name) = wasm_identity(module);
+                p.name = name;
+                if p.index.is_none() {
+                    p.index = index;
+                }
             }
         }
     }
@@ -76,6 +82,25 @@ pub fn load_str(text: &str, origin: &str, base_dir: &Path) -> Result<Scenario, S
         message,
     })?;
     Ok(scenario)
+}
+
+/// The identity of a `wasm:` plugin without a `name:`, from its file name
+/// as the runtime takes it from a file of its plugin directory: `.wasm`
+/// removed, then `NN-base` gives index and name, anything else is the name.
+/// A file name holding `${` gives no name (the scenario must set one).
+fn wasm_identity(module: &str) -> (Option<String>, String) {
+    let file = Path::new(module)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if file.contains("${") {
+        return (None, String::new());
+    }
+    let stem = file.strip_suffix(".wasm").unwrap_or(&file);
+    match nri_api::plugin::parse_plugin_name(stem) {
+        Ok((idx, base)) => (Some(idx.to_string()), base.to_string()),
+        Err(_) => (None, stem.to_string()),
+    }
 }
 
 fn syntax_error(origin: &str, e: &serde_norway::Error) -> ScenarioError {
@@ -109,6 +134,7 @@ fn check(s: &Scenario) -> Result<(), String> {
             p.builtin.is_some(),
             p.command.is_some(),
             p.sample.is_some(),
+            p.wasm.is_some(),
             p.external,
         ]
         .iter()
@@ -118,7 +144,8 @@ fn check(s: &Scenario) -> Result<(), String> {
             return Err(format!(
                 "{at}: a plugin needs exactly one of `builtin:` (declared in the scenario), \
                  `command:` (a program to launch), `sample:` (a sample plugin of plugins/, \
-                 run in-process) or `external: true` (connects to `socket`)"
+                 run in-process), `wasm:` (a WebAssembly plugin module) or `external: true` \
+                 (connects to `socket`)"
             ));
         }
         if p.external && s.socket.is_none() {
@@ -134,9 +161,12 @@ fn check(s: &Scenario) -> Result<(), String> {
         if p.command.is_none() && !p.env.is_empty() {
             return Err(format!("{at}: `env` applies to `command` plugins only"));
         }
-        if p.command.is_none() && p.sample.is_none() && p.config.is_some() {
+        if p.wasm.as_deref().is_some_and(str::is_empty) {
+            return Err(format!("{at}: `wasm` is empty"));
+        }
+        if p.command.is_none() && p.sample.is_none() && p.wasm.is_none() && p.config.is_some() {
             return Err(format!(
-                "{at}: `config` applies to `command` and `sample` plugins only"
+                "{at}: `config` applies to `command`, `sample` and `wasm` plugins only"
             ));
         }
         if p.sample.is_none() && !p.args.is_empty() {
@@ -247,6 +277,36 @@ mod tests {
 
     fn load(text: &str) -> Result<Scenario, ScenarioError> {
         load_str(text, "t.yaml", Path::new("."))
+    }
+
+    #[test]
+    fn wasm_plugins_are_named_after_their_file() {
+        let s = load(
+            "plugins:\n  - wasm: ./mods/10-logger.wasm\n  - wasm: ../nri-wasm-scripted.wasm\n  \
+             - wasm: x.wasm\n    name: given\n    index: '70'\n    config: {tag: t}\n",
+        )
+        .unwrap();
+        let ids: Vec<(Option<&str>, &str)> = s
+            .plugins
+            .iter()
+            .map(|p| (p.index.as_deref(), p.name.as_str()))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                (Some("10"), "logger"),
+                (None, "nri-wasm-scripted"),
+                (Some("70"), "given")
+            ]
+        );
+        let err = load("plugins: [{wasm: '${DIR}/${NAME}.wasm'}]").unwrap_err();
+        assert!(err.to_string().contains("`name` is missing"), "{err}");
+        let err = load("plugins: [{name: x, wasm: x.wasm, command: [x]}]").unwrap_err();
+        assert!(err.to_string().contains("exactly one of"), "{err}");
+        let err = load("plugins: [{name: x, wasm: ''}]").unwrap_err();
+        assert!(err.to_string().contains("`wasm` is empty"), "{err}");
+        let err = load("plugins: [{name: x, wasm: x.wasm, args: [-v]}]").unwrap_err();
+        assert!(err.to_string().contains("`args` applies"), "{err}");
     }
 
     #[test]

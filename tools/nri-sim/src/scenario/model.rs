@@ -105,11 +105,13 @@ pub struct TimeoutsSpec {
     pub step: Option<Duration>,
 }
 
-/// One plugin: exactly one of `builtin`, `command`, `sample` or `external`.
+/// One plugin: exactly one of `builtin`, `command`, `sample`, `wasm` or
+/// `external`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSpec {
-    /// Base name (for `sample` plugins: default the sample's name).
+    /// Base name (for `sample` plugins: default the sample's name; for
+    /// `wasm` plugins: default the module's file name without `.wasm`).
     #[serde(default)]
     pub name: String,
     /// Two-digit index (default `50`; ignored for external plugins).
@@ -125,14 +127,18 @@ pub struct PluginSpec {
     /// One of the sample plugins of `plugins/`, run in-process.
     #[serde(default)]
     pub sample: Option<SampleName>,
+    /// A WebAssembly plugin module (path relative to the scenario),
+    /// loaded by the runtime as a pre-installed plugin.
+    #[serde(default)]
+    pub wasm: Option<String>,
     /// Arguments of a `sample` plugin (those of its program).
     #[serde(default)]
     pub args: Vec<String>,
     /// Extra environment for `command`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Configuration handed to `command` and `sample` plugins in Configure:
-    /// a string is sent as is, anything else as JSON.
+    /// Configuration handed to `command`, `sample` and `wasm` plugins in
+    /// Configure: a string is sent as is, anything else as JSON.
     #[serde(default)]
     pub config: Option<serde_json::Value>,
     /// A plugin that connects to `socket` on its own; the run waits for it.

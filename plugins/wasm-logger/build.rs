@@ -1,0 +1,3 @@
+fn main() {
+    nri_wasm_guest::build::export_allocator();
+}
