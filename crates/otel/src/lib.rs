@@ -140,6 +140,17 @@ pub fn traces_url(endpoint: &str) -> Result<String, Error> {
     Ok(format!("http://{authority}{path}"))
 }
 
+/// An endpoint as given, if [`traces_url`] takes it: a command-line value
+/// parser (clap's `value_parser = nri_otel::parse_endpoint`).
+///
+/// ```
+/// assert_eq!(nri_otel::parse_endpoint("127.0.0.1:4318").unwrap(), "127.0.0.1:4318");
+/// assert!(nri_otel::parse_endpoint("grpc://c:4317").is_err());
+/// ```
+pub fn parse_endpoint(endpoint: &str) -> Result<String, Error> {
+    traces_url(endpoint).map(|_| endpoint.to_string())
+}
+
 /// Sets up export to an OTLP/HTTP receiver (protobuf, e.g. an OpenTelemetry
 /// collector's `otlphttp` receiver on port 4318): the layer to add to the
 /// `tracing` subscriber, and the handle that flushes and stops the export.
