@@ -6,10 +6,8 @@
 mod support;
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
 
-use nri_adaptation::{with_trace_parent, Adaptation};
+use nri_adaptation::with_trace_parent;
 use nri_api::*;
 use nri_otel::OtelLayer;
 use nri_stub::{Context, CreateContainerResult, Plugin};
@@ -81,30 +79,7 @@ async fn spans_continue_the_runtime_trace_down_to_the_plugin() {
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
 
     let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("nri.sock");
-    let nri = Adaptation::builder("test-runtime", "v1", Arc::new(Runtime))
-        .plugin_path(dir.path().join("plugins"))
-        .plugin_config_path(dir.path().join("conf.d"))
-        .socket_path(&socket)
-        .build();
-    tokio::time::timeout(WAIT, nri.start())
-        .await
-        .unwrap()
-        .unwrap();
-    let stub = nri_stub::Stub::builder(Traced)
-        .name("traced")
-        .index("10")
-        .socket_path(&socket)
-        .build()
-        .unwrap();
-    let plugin = tokio::spawn(async move { stub.run().await });
-    tokio::time::timeout(WAIT, async {
-        while nri.plugins().is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("plugin registered");
+    let (nri, plugin) = runtime_with_plugin(dir.path(), Traced, "traced").await;
 
     let parent = nri_adaptation::TraceContext::parse(PARENT, None).unwrap();
     let req = CreateContainerRequest {
