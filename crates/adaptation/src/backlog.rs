@@ -556,9 +556,8 @@ async fn replay(inner: &Inner, plugin: &Plugin, events: Vec<Queued>) -> bool {
 /// fatally and its policies close it (it is then closed); other failures
 /// are logged and the replay goes on.
 async fn call<R: Rpc>(plugin: &Plugin, req: &R) -> Option<Option<R::Response>> {
-    // A replayed event is a request of its own, in a new trace.
-    let (trace, _) = crate::trace::request_context();
-    match plugin.call_event(req, &trace).await {
+    // A replayed event is a request of its own (a root span, in a new trace).
+    match plugin.call_event(req, None).await {
         Ok(reply) => Some(reply),
         Err(e) => {
             if e.is_fatal() && plugin.on_fatal(&e).drop_plugin {

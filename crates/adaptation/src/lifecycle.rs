@@ -93,7 +93,7 @@ impl Adaptation {
                 if p.is_closed() {
                     continue;
                 }
-                if let Err(e) = p.call_event(&req, &trace).await {
+                if let Err(e) = p.call_event(&req, Some(&trace)).await {
                     handle_error(p, R::METHOD, e)?;
                 }
             }
@@ -195,7 +195,7 @@ impl Adaptation {
                         index: p.idx.clone(),
                     });
                 }
-                let reply = match p.call_event(result.request(), &trace).await {
+                let reply = match p.call_event(result.request(), Some(&trace)).await {
                     Ok(Some(reply)) => reply,
                     Ok(None) => continue,
                     Err(e) => {
@@ -277,7 +277,7 @@ impl Adaptation {
                 if p.is_closed() {
                     continue;
                 }
-                let reply = match p.call_event(result.request(), &trace).await {
+                let reply = match p.call_event(result.request(), Some(&trace)).await {
                     Ok(Some(reply)) => reply,
                     Ok(None) => continue,
                     Err(e) => {
@@ -316,7 +316,7 @@ impl Adaptation {
                 if p.is_closed() {
                     continue;
                 }
-                let reply = match p.call_event(&req, &trace).await {
+                let reply = match p.call_event(&req, Some(&trace)).await {
                     Ok(Some(reply)) => reply,
                     Ok(None) => continue,
                     Err(e) => {

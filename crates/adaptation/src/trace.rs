@@ -79,16 +79,30 @@ pub(crate) fn request_span(
 }
 
 /// Runs one plugin call (`fut`) in its `nri.plugin_call` span, a child of
-/// `request`; remote calls made by `fut` send the call's context.
+/// the runtime request `request`; remote calls made by `fut` send the
+/// call's context.
+///
+/// A call that belongs to no runtime request (`None`: Configure,
+/// Synchronize, Shutdown, events replayed to a synchronizing plugin) is a
+/// request of its own: a child of the parent given with
+/// [`with_trace_parent`] if any, otherwise the root of a new trace (empty
+/// `parent_span_id`). Every span's parent is thus a span that is emitted
+/// too, or the runtime's own.
 pub(crate) async fn plugin_call<T>(
     plugin: &str,
     event: &str,
     subject: &(dyn Subject + Sync),
-    request: &TraceContext,
+    request: Option<&TraceContext>,
     fut: impl Future<Output = T>,
     outcome: impl FnOnce(&T) -> &'static str,
 ) -> T {
-    let call = request.child();
+    let (call, parent) = match request {
+        Some(request) => (request.child(), Some(request.span_id_hex())),
+        None => {
+            let (call, parent) = request_context();
+            (call, parent.as_ref().map(TraceContext::span_id_hex))
+        }
+    };
     let span = tracing::info_span!(
         "nri.plugin_call",
         plugin,
@@ -97,7 +111,7 @@ pub(crate) async fn plugin_call<T>(
         container = subject.container_id(),
         trace_id = %call.trace_id_hex(),
         span_id = %call.span_id_hex(),
-        parent_span_id = %request.span_id_hex(),
+        parent_span_id = %parent.as_deref().unwrap_or_default(),
         outcome = tracing::field::Empty,
     );
     let result = tracing::Instrument::instrument(CALL.scope(call, fut), span.clone()).await;

@@ -27,7 +27,7 @@ pub(crate) async fn validate(
             let trace = trace.clone();
             let task = tokio::spawn({
                 let p = p.clone();
-                async move { p.call_event(&*req, &trace).await }
+                async move { p.call_event(&*req, Some(&trace)).await }
             });
             (p, task)
         })

@@ -195,4 +195,44 @@ async fn plugin_calls_continue_the_runtime_trace() {
         call.contains(&format!("parent_span_id={request_span}")),
         "{call}\n{request}"
     );
+
+    // Every plugin call's parent span is emitted: a runtime request's span,
+    // or none for the calls of no request (Configure, Synchronize,
+    // Shutdown), which start traces of their own.
+    let field = |line: &str, name: &str| -> String {
+        let at = line
+            .find(&format!(" {name}="))
+            .unwrap_or_else(|| panic!("{name} missing: {line}"));
+        let value = &line[at + name.len() + 2..];
+        value
+            .split([' ', '}'])
+            .next()
+            .unwrap_or_default()
+            .trim_matches('"')
+            .to_string()
+    };
+    let requests: Vec<String> = closed("nri.request")
+        .iter()
+        .filter(|l| !l.contains("nri.plugin_call"))
+        .map(|l| field(l, "span_id"))
+        .collect();
+    // The call's own fields (a line starts with its enclosing spans').
+    let calls: Vec<String> = closed("nri.plugin_call")
+        .iter()
+        .filter_map(|l| l.find("nri.plugin_call{").map(|at| l[at..].to_string()))
+        .collect();
+    for event in ["Configure", "Synchronize", "Shutdown"] {
+        let line = calls
+            .iter()
+            .find(|l| l.contains(&format!("event=\"{event}\"")))
+            .unwrap_or_else(|| panic!("no {event} call: {log}"));
+        assert_eq!(field(line, "parent_span_id"), "", "{line}");
+    }
+    for line in &calls {
+        let parent = field(line, "parent_span_id");
+        assert!(
+            parent.is_empty() || requests.contains(&parent),
+            "parent of {line} never emitted"
+        );
+    }
 }

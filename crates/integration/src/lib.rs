@@ -25,6 +25,10 @@
 //!   the default `prometheus` feature, [`metrics::NriMetrics`] exports
 //!   them in the Prometheus/OpenMetrics format under the names containerd
 //!   uses, and a runtime can read the same figures in code.
+//! * Traces: [`with_trace_parent`] runs lifecycle calls in the runtime's
+//!   own trace (the W3C `traceparent` of the CRI request), which plugins
+//!   receive; with the `otel` feature, [`otel`] exports the spans to an
+//!   OpenTelemetry collector with those ids.
 //!
 //! When NRI is disabled, every entry point is a cheap no-op.
 //!
@@ -93,6 +97,7 @@ mod lifecycle;
 mod nri;
 mod outcome;
 mod state;
+mod trace;
 
 pub use config::Config;
 pub use domain::Domain;
@@ -104,8 +109,11 @@ pub use nri_adaptation::async_trait;
 pub use nri_adaptation::{BoxError, Metrics, MetricsFanout, PluginInfo};
 #[cfg(feature = "prometheus")]
 pub use nri_metrics as metrics;
+#[cfg(feature = "otel")]
+pub use nri_otel as otel;
 pub use outcome::{Adjustment, FailedUpdates, ResourceUpdate};
 pub use state::LifecycleState;
+pub use trace::{with_trace_parent, TraceContext};
 
 /// The examples of the README, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -64,6 +64,12 @@ pub struct CommonArgs {
           default_missing_value = "true", default_value = "true", value_name = "BOOL",
           value_parser = nri_api::goparse::parse_bool)]
     pub reconnect: bool,
+    /// Export the plugin's trace spans (`nri.plugin_request`, continuing the
+    /// runtime's trace) to this OTLP/HTTP endpoint (`host:port` or
+    /// `http://host:port`; see `nri_otel::traces_url`). Off by default.
+    #[cfg(feature = "otel")]
+    #[arg(long = "otlp-endpoint", value_name = "URL", value_parser = nri_otel::parse_endpoint)]
+    pub otlp_endpoint: Option<String>,
 }
 
 impl Default for CommonArgs {
@@ -75,6 +81,8 @@ impl Default for CommonArgs {
             verbose: false,
             no_reconnect: false,
             reconnect: true,
+            #[cfg(feature = "otel")]
+            otlp_endpoint: None,
         }
     }
 }
@@ -398,6 +406,22 @@ mod tests {
         assert_eq!(a.common, CommonArgs::default());
         assert_eq!(a.common.socket_path, PathBuf::from("/var/run/nri/nri.sock"));
         assert!(a.common.reconnects());
+    }
+
+    #[cfg(feature = "otel")]
+    #[test]
+    fn otlp_endpoint_checked_when_parsed() {
+        let a = parse(&["-otlp-endpoint", "127.0.0.1:4318"]).unwrap();
+        assert_eq!(a.common.otlp_endpoint.as_deref(), Some("127.0.0.1:4318"));
+        let a = parse(&["-otlp-endpoint=http://collector:4318"]).unwrap();
+        assert_eq!(
+            a.common.otlp_endpoint.as_deref(),
+            Some("http://collector:4318")
+        );
+        let err = parse(&["-otlp-endpoint", "https://collector:4318"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+        assert!(err.to_string().contains("plain http only"), "{err}");
+        assert!(help("-h").contains("--otlp-endpoint"));
     }
 
     #[test]

@@ -22,7 +22,10 @@
 //!   rules of the Go plugins' annotation YAML (`sigs.k8s.io/yaml`);
 //! * [`init_logging`], [`log_filter`] and [`use_colour`]: `tracing` to standard
 //!   error, `info` or (with `-verbose`) `debug`, `RUST_LOG` overriding both;
-//!   colours only on a terminal and without `NO_COLOR`.
+//!   colours only on a terminal and without `NO_COLOR`;
+//! * [`init_tracing`]: the same from the common flags, and with the `otel`
+//!   feature, `-otlp-endpoint URL` exports the plugin's trace spans to an
+//!   OpenTelemetry collector (OTLP/HTTP) in the runtime's trace.
 //!
 //! ```
 //! use clap::Parser;
@@ -54,7 +57,7 @@ pub use common::{
     help_text, parse_args, try_parse_args_from, try_parse_flags, CommonArgs, PluginArgs, PluginInfo,
 };
 pub use identity::{is_indexed_program, plugin_index, plugin_name};
-pub use logging::{init_logging, log_filter, use_colour};
+pub use logging::{init_logging, init_tracing, log_filter, use_colour, Tracing};
 /// Go's `strconv.ParseBool`, as a clap value parser: the workspace's one
 /// boolean parser, [`nri_api::goparse::parse_bool`].
 pub use nri_api::goparse::parse_bool as parse_go_bool;

@@ -1,6 +1,10 @@
 //! `tracing` set-up of the plugins.
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::common::{CommonArgs, PluginInfo};
 
 /// The log filter of a plugin: `RUST_LOG` if it is set and valid; else `debug`
 /// with `verbose`, `info` without.
@@ -50,6 +54,88 @@ pub fn init_logging(verbose: bool) {
         .with_ansi(use_colour())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// What [`init_tracing`] set up; keep it until the plugin exits. Dropping
+/// it sends the spans still buffered for export (if any).
+#[derive(Debug, Default)]
+#[must_use = "dropping it ends the export of trace spans"]
+pub struct Tracing {
+    #[cfg(feature = "otel")]
+    export: Option<nri_otel::ExportHandle>,
+}
+
+impl Tracing {
+    /// Whether trace spans are exported (`-otlp-endpoint`).
+    pub fn exports(&self) -> bool {
+        #[cfg(feature = "otel")]
+        return self.export.is_some();
+        #[cfg(not(feature = "otel"))]
+        false
+    }
+}
+
+impl Drop for Tracing {
+    fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let Some(export) = self.export.take() {
+            export.shutdown();
+        }
+    }
+}
+
+/// [`init_logging`] with the plugin's common flags; with the `otel`
+/// feature and `-otlp-endpoint`, the plugin's `nri.plugin_request` spans
+/// (and spans its handlers open inside them) are also exported to that
+/// OTLP/HTTP endpoint, in the runtime's trace, as service `info.program`.
+/// Does nothing if the process already has a global subscriber.
+///
+/// ```
+/// use nri_plugin_util::{CommonArgs, PluginInfo};
+///
+/// const INFO: PluginInfo = PluginInfo {
+///     program: "nri-example", about: "An example.", name: "example", index: "50",
+///     annotations: &[],
+/// };
+/// let tracing = nri_plugin_util::init_tracing(&CommonArgs::default(), &INFO);
+/// assert!(!tracing.exports());
+/// ```
+pub fn init_tracing(common: &CommonArgs, info: &PluginInfo) -> Tracing {
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_ansi(use_colour())
+        .with_writer(std::io::stderr)
+        .with_filter(log_filter(common.verbose));
+    #[cfg(feature = "otel")]
+    {
+        let (otel, export) = match common
+            .otlp_endpoint
+            .as_deref()
+            .map(|e| nri_otel::otlp(e, info.program))
+        {
+            Some(Ok((layer, export))) => (Some(layer), Some(export)),
+            Some(Err(e)) => {
+                eprintln!("{}: OpenTelemetry export disabled: {e}", info.program);
+                (None, None)
+            }
+            None => (None, None),
+        };
+        let otel = otel.map(|l| l.with_filter(tracing_subscriber::filter::LevelFilter::INFO));
+        if tracing_subscriber::registry()
+            .with(fmt)
+            .with(otel)
+            .try_init()
+            .is_err()
+        {
+            return Tracing::default();
+        }
+        Tracing { export }
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        let _ = info;
+        let _ = tracing_subscriber::registry().with(fmt).try_init();
+        Tracing {}
+    }
 }
 
 fn filter_from(rust_log: Option<&str>, verbose: bool) -> EnvFilter {

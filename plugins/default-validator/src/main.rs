@@ -17,7 +17,7 @@ use nri_plugin_default_validator::plugin::Validator;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = nri_plugin_util::parse_args::<Args>(&INFO);
-    nri_plugin_util::init_logging(args.common.verbose);
+    let _tracing = nri_plugin_util::init_tracing(&args.common, &INFO);
 
     let settings = match args.config.as_deref() {
         None => ValidatorSettings::default(),

@@ -11,7 +11,7 @@ use nri_plugin_network_logger::plugin::NetworkLogger;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = nri_plugin_util::parse_args::<Args>(&INFO);
-    nri_plugin_util::init_logging(args.common.verbose);
+    let _tracing = nri_plugin_util::init_tracing(&args.common, &INFO);
     let builder =
         Stub::builder(NetworkLogger).on_close(|| tracing::info!("connection to the runtime lost"));
     args.common.serve(builder, &INFO).await

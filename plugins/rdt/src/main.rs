@@ -9,7 +9,7 @@ use nri_stub::Stub;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = nri_plugin_util::parse_args::<Args>(&INFO);
-    nri_plugin_util::init_logging(args.common.verbose);
+    let _tracing = nri_plugin_util::init_tracing(&args.common, &INFO);
     tracing::info!(verbose = args.common.verbose, "starting plugin");
     args.common.serve(Stub::builder(Rdt), &INFO).await
 }

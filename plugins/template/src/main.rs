@@ -12,7 +12,7 @@ use nri_plugin_template::plugin::Template;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = nri_plugin_util::parse_args::<Args>(&INFO);
-    nri_plugin_util::init_logging(args.common.verbose);
+    let _tracing = nri_plugin_util::init_tracing(&args.common, &INFO);
 
     let events = match args.events.as_deref().filter(|e| !e.is_empty()) {
         None => EventMask::default(),

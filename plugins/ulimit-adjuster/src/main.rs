@@ -12,7 +12,7 @@ use nri_plugin_ulimit_adjuster::plugin::UlimitAdjuster;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = nri_plugin_util::parse_args::<Args>(&INFO);
-    nri_plugin_util::init_logging(args.common.verbose);
+    let _tracing = nri_plugin_util::init_tracing(&args.common, &INFO);
     tracing::info!(name = ?args.common.name, idx = ?args.common.idx, verbose = args.common.verbose, "starting plugin");
     args.common
         .serve(Stub::builder(UlimitAdjuster), &INFO)

@@ -13,7 +13,7 @@ use nri_plugin_writable_cgroups::plugin::WritableCgroups;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = nri_plugin_util::parse_args::<Args>(&INFO);
-    nri_plugin_util::init_logging(args.common.verbose);
+    let _tracing = nri_plugin_util::init_tracing(&args.common, &INFO);
 
     let host_ns_delegate = match nri_plugin_writable_cgroups::mountinfo::host_has_nsdelegate(
         Path::new(&args.host_mount_file),

@@ -64,6 +64,12 @@ pub struct Options {
     /// (`GET /metrics`): `PORT` or `:PORT` (loopback) or `IP:PORT`. Empty
     /// (the default) serves none.
     pub metrics_address: String,
+    /// Where to export the trace spans of NRI requests and plugin calls
+    /// (OpenTelemetry, OTLP/HTTP protobuf): `host:port` or
+    /// `http://host:port` (`/v1/traces` is added) or a URL with its path.
+    /// Empty (the default) exports none. Needs the `otel` feature (on by
+    /// default).
+    pub otlp_endpoint: String,
 }
 
 impl Default for Options {
@@ -74,6 +80,7 @@ impl Default for Options {
             exit_poll_interval: Duration::from_secs(2),
             runtime_name: "nri-hostd".into(),
             metrics_address: String::new(),
+            otlp_endpoint: String::new(),
         }
     }
 }
@@ -93,6 +100,9 @@ pub enum ConfigFileError {
     /// The file is not a valid configuration.
     #[error("invalid configuration: {0}")]
     Parse(#[from] toml::de::Error),
+    /// `[hostd] otlp_endpoint` cannot be used.
+    #[error("invalid [hostd] otlp_endpoint: {0}")]
+    OtlpEndpoint(String),
 }
 
 impl HostdConfig {
@@ -104,6 +114,7 @@ impl HostdConfig {
             None => Options::default(),
         };
         let nri = toml::Value::Table(table).try_into()?;
+        check_otlp_endpoint(&hostd.otlp_endpoint)?;
         Ok(HostdConfig { nri, hostd })
     }
 
@@ -126,9 +137,37 @@ impl HostdConfig {
     }
 }
 
+/// An `otlp_endpoint` is usable: empty, or an endpoint `nri_otel` takes
+/// (and the daemon was built with the `otel` feature).
+fn check_otlp_endpoint(endpoint: &str) -> Result<(), ConfigFileError> {
+    if endpoint.is_empty() {
+        return Ok(());
+    }
+    #[cfg(feature = "otel")]
+    return nri_integration::otel::traces_url(endpoint)
+        .map(drop)
+        .map_err(|e| ConfigFileError::OtlpEndpoint(e.to_string()));
+    #[cfg(not(feature = "otel"))]
+    Err(ConfigFileError::OtlpEndpoint(
+        "nri-hostd was built without the otel feature".into(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "otel")]
+    #[test]
+    fn otlp_endpoint_is_checked() {
+        let cfg = HostdConfig::parse("[hostd]\notlp_endpoint = \"127.0.0.1:4318\"").unwrap();
+        assert_eq!(cfg.hostd.otlp_endpoint, "127.0.0.1:4318");
+        let err = HostdConfig::parse("[hostd]\notlp_endpoint = \"https://c:4318\"").unwrap_err();
+        assert!(
+            matches!(&err, ConfigFileError::OtlpEndpoint(m) if m.contains("plain http only")),
+            "{err}"
+        );
+    }
 
     #[test]
     fn empty_file_is_the_default() {

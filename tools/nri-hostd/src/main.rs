@@ -10,7 +10,9 @@ use std::sync::Arc;
 use nri_hostd::config::DEFAULT_CONFIG_PATH;
 use nri_hostd::{server, Hostd, HostdConfig};
 use tokio::signal::unix::{signal, SignalKind};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 const USAGE: &str = "usage: nri-hostd [--config FILE]   (default /etc/nri/nri-hostd.toml)";
 
@@ -37,15 +39,39 @@ fn parse_args() -> Result<PathBuf, String> {
     Ok(config)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("NRI_HOSTD_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
-        )
+/// Logs to standard error; with `otlp_endpoint`, also exports the NRI
+/// spans (the returned handle flushes them at exit).
+fn init_tracing(config: &HostdConfig) -> Result<Option<Export>, String> {
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_filter(
+            EnvFilter::try_from_env("NRI_HOSTD_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        );
+    let registry = tracing_subscriber::registry().with(fmt);
+    #[cfg(feature = "otel")]
+    if !config.hostd.otlp_endpoint.is_empty() {
+        let (layer, export) = nri_integration::otel::otlp(&config.hostd.otlp_endpoint, "nri-hostd")
+            .map_err(|e| e.to_string())?;
+        registry
+            .with(layer.with_filter(tracing_subscriber::filter::LevelFilter::INFO))
+            .init();
+        tracing::info!(endpoint = %config.hostd.otlp_endpoint, "exporting traces");
+        return Ok(Some(export));
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = config;
+    registry.init();
+    Ok(None)
+}
+
+#[cfg(feature = "otel")]
+type Export = nri_integration::otel::ExportHandle;
+#[cfg(not(feature = "otel"))]
+type Export = ();
+
+#[tokio::main]
+async fn main() -> ExitCode {
     let path = match parse_args() {
         Ok(p) => p,
         Err(e) => {
@@ -60,6 +86,25 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let export = match init_tracing(&config) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("nri-hostd: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = run(config).await;
+    #[cfg(feature = "otel")]
+    if let Some(export) = export {
+        // Blocks until the batch is sent (or its timeout).
+        let _ = tokio::task::spawn_blocking(move || export.shutdown()).await;
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = export;
+    code
+}
+
+async fn run(config: HostdConfig) -> ExitCode {
     let socket = config.hostd.control_socket.clone();
     let poll = config.hostd.exit_poll_interval;
     let hostd = match Hostd::start(config).await {

@@ -85,6 +85,13 @@ pub struct ServeArgs {
     /// `:9464`) binds the loopback address; name the IP to bind another.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+    /// Export the trace spans of the runtime requests and plugin calls
+    /// (OpenTelemetry, OTLP/HTTP protobuf) to this endpoint: `host:port`
+    /// or `http://host:port` (`/v1/traces` is added) or a URL with its
+    /// path. Off by default.
+    #[cfg(feature = "otel")]
+    #[arg(long, value_name = "URL", value_parser = nri_integration::otel::parse_endpoint)]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Arguments of `replay`.
@@ -159,4 +166,26 @@ pub enum Color {
     Always,
     /// Never.
     Never,
+}
+
+#[cfg(all(test, feature = "otel"))]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn serve_otlp_endpoint_is_checked() {
+        let cli =
+            Cli::try_parse_from(["nri-sim", "serve", "--otlp-endpoint", "127.0.0.1:4318"]).unwrap();
+        match cli.command {
+            Some(Command::Serve(args)) => {
+                assert_eq!(args.otlp_endpoint.as_deref(), Some("127.0.0.1:4318"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let err =
+            Cli::try_parse_from(["nri-sim", "serve", "--otlp-endpoint", "https://c"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+    }
 }

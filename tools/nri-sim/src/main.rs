@@ -12,6 +12,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+#[cfg(feature = "otel")]
+use nri_sim::cli::ServeArgs;
 use nri_sim::cli::{Cli, Color, Command, Output};
 use nri_sim::observe::{self, LogCapture, LogEvent};
 use nri_sim::render::{self, Style};
@@ -74,9 +76,31 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(stderr_color)
         .with_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("off")));
+    // `serve --otlp-endpoint`: the spans of the simulated runtime and of
+    // in-process plugins, exported (flushed at exit).
+    #[cfg(feature = "otel")]
+    let (otel, export) = match &cli.command {
+        Some(Command::Serve(ServeArgs {
+            otlp_endpoint: Some(endpoint),
+            ..
+        })) => match nri_integration::otel::otlp(endpoint, "nri-sim") {
+            Ok((layer, export)) => (
+                Some(layer.with_filter(tracing_subscriber::filter::LevelFilter::INFO)),
+                Some(export),
+            ),
+            Err(e) => {
+                eprintln!("nri-sim: {e}");
+                return ExitCode::from(EXIT_SETUP);
+            }
+        },
+        _ => (None, None),
+    };
+    #[cfg(not(feature = "otel"))]
+    let otel: Option<tracing_subscriber::layer::Identity> = None;
     let _ = tracing_subscriber::registry()
         .with(capture.clone())
         .with(fmt)
+        .with(otel)
         .try_init();
 
     let say: Say = if quiet {
@@ -99,7 +123,7 @@ fn main() -> ExitCode {
     let style = Style {
         color: stdout_color,
     };
-    match cli.command.unwrap_or_default() {
+    let code = match cli.command.unwrap_or_default() {
         Command::Run { scenario } => rt.block_on(run(
             scenario.as_deref(),
             &cli.output,
@@ -166,7 +190,12 @@ fn main() -> ExitCode {
             capture,
             say,
         )),
+    };
+    #[cfg(feature = "otel")]
+    if let Some(export) = export {
+        export.shutdown();
     }
+    code
 }
 
 async fn replay(

@@ -253,12 +253,11 @@ impl Plugin {
                     .map(drop),
             }
         };
-        let (trace, _) = crate::trace::request_context();
         let result = crate::trace::plugin_call(
             &self.name,
             nri_api::service::plugin::SHUTDOWN,
             &crate::trace::NoSubject,
-            &trace,
+            None,
             call,
             crate::trace::outcome,
         )
@@ -315,12 +314,11 @@ impl Plugin {
                 }
             }
         };
-        let (trace, _) = crate::trace::request_context();
         let reply = crate::trace::plugin_call(
             &self.name,
             nri_api::service::plugin::CONFIGURE,
             &crate::trace::NoSubject,
-            &trace,
+            None,
             call,
             crate::trace::outcome,
         )
@@ -366,12 +364,13 @@ impl Plugin {
 
     /// Calls the plugin for one event, as part of the runtime request
     /// `trace` (the call runs in a `nri.plugin_call` span and sends its own
-    /// child context). `Ok(None)`: the plugin is not subscribed (or was just
+    /// child context; `None`: a request of its own, see
+    /// `crate::trace::plugin_call`). `Ok(None)`: the plugin is not subscribed (or was just
     /// unsubscribed, decision [1]).
     pub(crate) async fn call_event<R: Rpc>(
         &self,
         req: &R,
-        trace: &TraceContext,
+        trace: Option<&TraceContext>,
     ) -> Result<Option<R::Response>, PluginError> {
         if !self.subscribed(R::EVENT) {
             return Ok(None);

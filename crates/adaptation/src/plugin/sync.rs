@@ -140,12 +140,11 @@ impl Plugin {
                 .map_err(Error::Synchronize)
             }
             Backend::Remote(_) => {
-                let (trace, _) = crate::trace::request_context();
                 crate::trace::plugin_call(
                     &self.name,
                     method::SYNCHRONIZE,
                     &crate::trace::NoSubject,
-                    &trace,
+                    None,
                     self.synchronize_split(pods, containers, &mut messages),
                     |result| match result {
                         Ok(_) => "ok",
