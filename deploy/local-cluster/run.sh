@@ -16,7 +16,10 @@
 # (buildah, from Debian's busybox-static); starts the cluster; applies the
 # logger overlay; starts a pod and finds its events in the plugin's log;
 # upgrades the plugin with `kustomize edit set image` and checks the rollout;
-# then stops everything it started and removes its directory.
+# takes its socket away and checks that it logs its reconnection attempts
+# (`kubectl rollout undo` restores it), and that with -no-reconnect it exits
+# and `kubectl logs --previous` says why; then stops everything it started
+# and removes its directory.
 #
 # Everything lives under one temporary directory (WORK, default a new
 # /tmp/nri-k8s.XXXXXX): certificates, etcd's data, containerd's root, state
@@ -499,6 +502,28 @@ kubectl -n kube-system rollout undo daemonset/nri-plugin-logger
 kubectl -n kube-system rollout status daemonset/nri-plugin-logger --timeout=120s
 wait_for 60 "the plugin to be configured again after the undo" \
     bash -c "kubectl -n kube-system logs daemonset/nri-plugin-logger | grep -q 'got configuration data'"
+
+say "section 6: with -no-reconnect it exits instead, kubectl logs --previous shows why"
+kubectl -n kube-system patch daemonset nri-plugin-logger --type=json -p "[
+    {\"op\": \"replace\", \"path\": \"/spec/template/spec/volumes/0/hostPath/path\", \"value\": \"$WORK/nri-empty\"},
+    {\"op\": \"add\", \"path\": \"/spec/template/spec/containers/0/args/-\", \"value\": \"-no-reconnect\"}]"
+restarted() {
+    local n
+    n=$(kubectl -n kube-system get pods -l app.kubernetes.io/name=nri-plugin-logger \
+        -o jsonpath='{.items[*].status.containerStatuses[0].restartCount}')
+    echo "restart count: $n"
+    [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ]
+}
+wait_for 120 "the plugin with -no-reconnect to exit and be restarted" restarted
+previous() {
+    kubectl -n kube-system logs daemonset/nri-plugin-logger --previous > "$WORK/previous.log" 2>&1
+    cat "$WORK/previous.log"
+    ls -lR "$WORK/pod-logs"
+    kubectl -n kube-system get pods -o yaml | grep -A12 lastState
+    grep -q "cannot connect to the NRI socket /var/run/nri/nri.sock" "$WORK/previous.log"
+}
+wait_for 30 "kubectl logs --previous to show why the plugin exited" previous
+cat "$WORK/previous.log"
 
 say "all docs/deploy.md cluster commands passed"
 if $keep; then
