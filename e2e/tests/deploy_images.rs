@@ -3,7 +3,7 @@
 //! image per plugin; each image must hold exactly that one static binary and
 //! start it.
 //!
-//! A cold static release build of all eleven plugins takes about 8 minutes on
+//! A cold static release build of all twelve plugins takes 5 to 8 minutes on
 //! two shared cores, so by default the suite builds two images (logger, the
 //! smallest dependency set, and network-device-injector, the largest);
 //! `NRI_E2E_DEPLOY_PLUGINS=all` (or a comma-separated list) builds others.

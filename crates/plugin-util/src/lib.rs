@@ -18,8 +18,9 @@
 //! * [`plugin_name`], [`plugin_index`] and [`is_indexed_program`]: whether a
 //!   plugin should give the stub its default name or index, or leave it to the
 //!   runtime (`NRI_PLUGIN_NAME`, `NRI_PLUGIN_IDX`) or the program name (`NN-name`);
-//! * [`yaml11_int`], [`reads_as_yaml12_number`], [`go_integral`]: the number
-//!   rules of the Go plugins' annotation YAML (`sigs.k8s.io/yaml`);
+//! * [`go_yaml_load`], [`resolve_plain`], [`go_integral`]: annotation YAML read
+//!   as the Go plugins read it (`sigs.k8s.io/yaml`: YAML 1.1 numbers for plain
+//!   scalars, quoted scalars always strings);
 //! * [`init_logging`], [`log_filter`] and [`use_colour`]: `tracing` to standard
 //!   error, `info` or (with `-verbose`) `debug`, `RUST_LOG` overriding both;
 //!   colours only on a terminal and without `NO_COLOR`;
@@ -48,14 +49,15 @@
 
 mod args;
 mod common;
+mod go_yaml;
 mod identity;
 mod logging;
-mod yaml_numbers;
 
 pub use args::{go_args, ShortFlags};
 pub use common::{
     help_text, parse_args, try_parse_args_from, try_parse_flags, CommonArgs, PluginArgs, PluginInfo,
 };
+pub use go_yaml::{go_integral, load as go_yaml_load, resolve_plain, GoYamlError};
 pub use identity::{is_indexed_program, plugin_index, plugin_name};
 pub use logging::{init_logging, init_tracing, log_filter, use_colour, Tracing};
 /// Go's `strconv.ParseBool`, as a clap value parser: the workspace's one
@@ -64,4 +66,3 @@ pub use nri_api::goparse::parse_bool as parse_go_bool;
 /// Go's `time.ParseDuration`, as a clap value parser: the workspace's one
 /// duration parser, [`nri_api::goparse::parse_duration`].
 pub use nri_api::goparse::parse_duration;
-pub use yaml_numbers::{go_integral, reads_as_yaml12_number, yaml11_int};

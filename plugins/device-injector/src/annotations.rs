@@ -473,23 +473,136 @@ mod tests {
         );
     }
 
+    /// A device annotation as `sigs.k8s.io/yaml` v1.5.0 decodes it into the Go
+    /// plugin's `device` struct (same field types and JSON tags): `Ok` with
+    /// `(path, type, major, minor, file_mode, uid, gid)`, or `Err` when Go's
+    /// decoding refused it, with the end of our error. Recorded by running that
+    /// decoding in Go.
+    type GoResult = Result<(&'static str, &'static str, i64, i64, u32, u32, u32), &'static str>;
+
+    const GO_DEVICE_VECTORS: &[(&str, GoResult)] = &[
+        (
+            "{path: /d, file_mode: !!str 0644}",
+            Err(r#"field file_mode: invalid type: string "0644", expected a number"#),
+        ),
+        // Plain numbers follow YAML 1.1.
+        (
+            "{path: /d, major: 1, minor: 2, file_mode: 0644, uid: 5, gid: 5}",
+            Ok(("/d", "", 1, 2, 0o644, 5, 5)),
+        ),
+        (
+            "{path: /d, file_mode: 0o644}",
+            Ok(("/d", "", 0, 0, 420, 0, 0)),
+        ),
+        (
+            "{path: /d, file_mode: 0x1A4}",
+            Ok(("/d", "", 0, 0, 420, 0, 0)),
+        ),
+        (
+            "{path: /d, major: 1_0, minor: 0b101}",
+            Ok(("/d", "", 10, 5, 0, 0, 0)),
+        ),
+        (
+            "{path: /d, major: 0x1F, minor: 0o17}",
+            Ok(("/d", "", 31, 15, 0, 0, 0)),
+        ),
+        ("{path: /d, major: 1e3}", Ok(("/d", "", 1000, 0, 0, 0, 0))),
+        ("{path: /d, major: -0b11}", Ok(("/d", "", -3, 0, 0, 0, 0))),
+        ("{path: /d, major: 09}", Ok(("/d", "", 9, 0, 0, 0, 0))),
+        (
+            "{path: /d, file_mode: 0644.0}",
+            Ok(("/d", "", 0, 0, 644, 0, 0)),
+        ),
+        (
+            r#"{path: /d, file_mode: !!int "0644"}"#,
+            Ok(("/d", "", 0, 0, 420, 0, 0)),
+        ),
+        (
+            "{path: /d, file_mode: 0644, major: ~, minor: null}",
+            Ok(("/d", "", 0, 0, 420, 0, 0)),
+        ),
+        // Plain numbers given for strings are their decimal text.
+        ("{path: 0644, type: 010}", Ok(("420", "8", 0, 0, 0, 0, 0))),
+        (
+            r#"{path: "0644", type: "c"}"#,
+            Ok(("0644", "c", 0, 0, 0, 0, 0)),
+        ),
+        // Other type and range errors.
+        (
+            "{path: /d, major: yes}",
+            Err("invalid type: boolean `true`, expected i64"),
+        ),
+        (
+            "{path: /d, major: .5}",
+            Err("invalid type: floating point `0.5`, expected i64"),
+        ),
+        (
+            "{path: /d, uid: -1}",
+            Err("invalid value: integer `-1`, expected u32"),
+        ),
+        (
+            "{path: /d, file_mode: 0777777777777}",
+            Err("invalid value: integer `68719476735`, expected u32"),
+        ),
+    ];
+
+    /// Quoted numbers are strings, which Go refuses for every numeric field:
+    /// `(field, value as written, its text)`.
+    const GO_REFUSES_QUOTED: &[(&str, &str, &str)] = &[
+        ("major", r#""1""#, "1"),
+        ("minor", r#""2""#, "2"),
+        ("file_mode", r#""0644""#, "0644"),
+        ("uid", r#""5""#, "5"),
+        ("gid", r#""5""#, "5"),
+        ("major", "'1'", "1"),
+        ("file_mode", "'0644'", "0644"),
+        ("file_mode", r#""0o644""#, "0o644"),
+        ("major", r#""1_0""#, "1_0"),
+        ("major", r#""0b101""#, "0b101"),
+        ("major", r#""0x1F""#, "0x1F"),
+        ("major", r#""1e3""#, "1e3"),
+        ("major", r#""-1""#, "-1"),
+    ];
+
     #[test]
-    fn quoted_device_numbers_are_refused_as_the_go_plugin_does() {
-        for field in [r#"major: "1""#, r#"gid: "5""#, "uid: '0'"] {
-            let value = format!("- {{path: /dev/d, type: c, minor: 3, {field}}}");
+    fn quoted_device_numbers_are_refused_as_in_the_go_plugin() {
+        for (field, written, text) in GO_REFUSES_QUOTED {
+            let value = format!("- {{path: /d, {field}: {written}}}");
             let a = annotations(&[("devices.noderesource.dev/pod", value.as_str())]);
             let err = Annotated::parse(&a, "c").unwrap_err().to_string();
-            assert!(err.contains("invalid type: string"), "{field}: {err}");
+            let want = format!("field {field}: invalid type: string {text:?}, expected a number");
+            assert!(err.ends_with(&want), "{value}: {err}");
         }
-        // YAML 1.1 numbers written plain are accepted, as in Go.
-        let a = annotations(&[(
-            "devices.noderesource.dev/pod",
-            "- {path: /dev/d, type: c, major: 1e0, minor: 1_0, file_mode: 0644, gid: 0b101}",
-        )]);
-        let dev = &Annotated::parse(&a, "c").unwrap().devices[0];
-        assert_eq!(
-            (dev.major, dev.minor, dev.file_mode, dev.gid),
-            (1, 10, 0o644, 5)
-        );
+    }
+
+    #[test]
+    fn device_numbers_decode_as_in_the_go_plugin() {
+        for (yaml, want) in GO_DEVICE_VECTORS {
+            let value = format!("- {yaml}");
+            let a = annotations(&[("devices.noderesource.dev/pod", value.as_str())]);
+            let got = Annotated::parse(&a, "c");
+            match (want, got) {
+                (Ok((path, kind, major, minor, file_mode, uid, gid)), Ok(got)) => {
+                    let want = Device {
+                        path: path.to_string(),
+                        kind: kind.to_string(),
+                        major: *major,
+                        minor: *minor,
+                        file_mode: *file_mode,
+                        uid: *uid,
+                        gid: *gid,
+                    };
+                    assert_eq!(got.devices, [want], "{yaml}");
+                }
+                (Err(reason), Err(err)) => {
+                    let err = err.to_string();
+                    assert!(
+                        err.starts_with("invalid device annotation") && err.ends_with(reason),
+                        "{yaml}: {err}"
+                    );
+                }
+                (want, got) => panic!("{yaml}: Go gives {want:?}, we give {got:?}"),
+            }
+        }
     }
 }

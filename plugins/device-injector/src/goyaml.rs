@@ -5,12 +5,15 @@
 //!   (`Name:` fills `name`), unknown fields are ignored;
 //! * a number or boolean given where a string is expected becomes its text
 //!   (`net.core.somaxconn: 256` is the string `"256"`);
-//! * `null` leaves a value at its zero value; an empty document decodes to the zero value.
+//! * `null` leaves a value at its zero value; an empty document decodes to the zero value;
+//! * plain scalars follow YAML 1.1 (`0644` is octal, `1_000` is 1000, `yes` is
+//!   true) and quoted ones are strings, which a numeric field refuses: the
+//!   document is read by [`nri_plugin_util::go_yaml_load`].
 //!
 //! A [`Shape`] describes the target type for these rules; serde then decodes the
 //! normalized JSON value.
 
-use nri_plugin_util::{go_integral, reads_as_yaml12_number, yaml11_int};
+use nri_plugin_util::{go_integral, go_yaml_load};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 use serde_norway::Value as Yaml;
@@ -41,7 +44,7 @@ pub enum Shape {
 /// assert_eq!(m["net.core.somaxconn"], "256");
 /// ```
 pub fn decode<T: DeserializeOwned + Default>(text: &str, shape: &Shape) -> Result<T, String> {
-    let yaml: Yaml = serde_norway::from_str(text).map_err(|e| e.to_string())?;
+    let yaml: Yaml = go_yaml_load(text).map_err(|e| e.to_string())?;
     if yaml.is_null() {
         return Ok(T::default());
     }
@@ -57,15 +60,9 @@ fn normalize(yaml: Yaml, shape: Option<&Shape>) -> Result<Value, String> {
             _ => Value::Bool(b),
         },
         Yaml::Number(n) => number(&n, shape),
-        Yaml::String(s) => match shape {
-            // Text a YAML 1.2 parser would have read as a number was quoted: Go
-            // refuses a JSON string for a number. Other text may be a plain YAML
-            // 1.1 integer (`0640`, `1_000`).
-            Some(Shape::Scalar) if !reads_as_yaml12_number(&s) => {
-                yaml11_int(&s).map_or(Value::String(s), Value::from)
-            }
-            _ => Value::String(s),
-        },
+        // Quoted text, or plain text that is no number: a JSON string, which Go
+        // refuses for a number.
+        Yaml::String(s) => Value::String(s),
         Yaml::Sequence(items) => {
             let elem = match shape {
                 Some(Shape::List(elem)) => Some(*elem),
@@ -89,7 +86,14 @@ fn normalize(yaml: Yaml, shape: Option<&Shape>) -> Result<Value, String> {
                         if value.is_null() {
                             continue; // null leaves the field alone
                         }
-                        out.insert(name.to_string(), normalize(value, Some(field))?);
+                        let value = normalize(value, Some(field))?;
+                        if let (Shape::Scalar, Value::String(text)) = (field, &value) {
+                            // Go: "cannot unmarshal string into Go struct field".
+                            return Err(format!(
+                                "field {name}: invalid type: string {text:?}, expected a number"
+                            ));
+                        }
+                        out.insert(name.to_string(), value);
                     }
                     Some(Shape::Map(elem)) => {
                         out.insert(key, normalize(value, Some(elem))?);
@@ -276,8 +280,13 @@ mod tests {
         assert_eq!(item.count, 0o640);
         let item: Item = decode("count: 1_000", &ITEM).unwrap();
         assert_eq!(item.count, 1000);
+        // A plain YAML 1.1 number given for a string is its decimal text, as
+        // `sigs.k8s.io/yaml` writes it; quoted, it is the text as written.
         let item: Item = decode("name: 0640", &ITEM).unwrap();
+        assert_eq!(item.name, "416");
+        let item: Item = decode("name: '0640'\ntags: [yes, 1_0, \"0x1\"]", &ITEM).unwrap();
         assert_eq!(item.name, "0640");
+        assert_eq!(item.tags, ["true", "10", "0x1"]);
         let item: Item = decode("count: 1e3", &ITEM).unwrap();
         assert_eq!(item.count, 1000);
         assert!(decode::<Item>("count: 1.5", &ITEM).is_err());
@@ -285,7 +294,14 @@ mod tests {
 
     #[test]
     fn quoted_numbers_are_refused_for_numeric_targets_as_in_go() {
-        for text in [r#"count: "1""#, "count: '5'", r#"count: "1e3""#] {
+        for text in [
+            r#"count: "1""#,
+            "count: '5'",
+            r#"count: "1e3""#,
+            r#"count: "0640""#,
+            "count: '1_000'",
+            r#"count: "0b101""#,
+        ] {
             let err = decode::<Item>(text, &ITEM).unwrap_err();
             assert!(err.contains("invalid type: string"), "{text}: {err}");
         }

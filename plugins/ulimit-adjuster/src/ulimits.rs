@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use nri_plugin_util::{go_integral, reads_as_yaml12_number, yaml11_int};
+use nri_plugin_util::{go_integral, go_yaml_load};
 use nri_stub::api::ContainerAdjustment;
 use serde_norway::Value;
 
@@ -103,7 +103,7 @@ pub fn parse_ulimits(
         key: key.clone(),
         reason,
     };
-    let doc: Value = serde_norway::from_str(value).map_err(|e| syntax(e.to_string()))?;
+    let doc: Value = go_yaml_load(value).map_err(|e| syntax(e.to_string()))?;
     let items = match doc {
         Value::Null => return Ok(Vec::new()),
         Value::Sequence(items) => items,
@@ -147,9 +147,9 @@ fn parse_item(item: &Value) -> Result<Ulimit, String> {
 }
 
 /// A limit as the Go plugin reads it (`sigs.k8s.io/yaml`, see
-/// [`nri_plugin_util::yaml11_int`]): a number, an integral float (`1e3`), or a
-/// plain YAML 1.1 integer (`010` is 8, `1_000` is 1000); quoted numbers are
-/// refused, as Go's JSON decoding refuses a string for a number.
+/// [`nri_plugin_util::go_yaml_load`]): a number, which plain YAML 1.1 text is
+/// (`010` is 8, `1_000` is 1000), or an integral float (`1e3`); quoted numbers
+/// are strings, refused as Go's JSON decoding refuses a string for a number.
 fn limit(name: &str, v: &Value) -> Result<u64, String> {
     let unsigned = || format!("{name} must be an unsigned integer, got {}", kind(v));
     match v {
@@ -162,9 +162,6 @@ fn limit(name: &str, v: &Value) -> Result<u64, String> {
                     .and_then(|i| u64::try_from(i).ok())
             })
             .ok_or_else(|| format!("{name} must be an unsigned integer, got {n}")),
-        Value::String(s) if !reads_as_yaml12_number(s) => yaml11_int(s)
-            .and_then(|i| u64::try_from(i).ok())
-            .ok_or_else(unsigned),
         _ => Err(unsigned()),
     }
 }
@@ -367,8 +364,15 @@ mod tests {
         assert_eq!((got[0].hard, got[0].soft), (1000, 3));
         let got = parse("- {type: nofile, hard: 0x10, soft: +2}").unwrap();
         assert_eq!((got[0].hard, got[0].soft), (16, 2));
+        let got = parse("- {type: nofile, hard: 18446744073709551615, soft: 0o10}").unwrap();
+        assert_eq!((got[0].hard, got[0].soft), (u64::MAX, 8));
+        // Quoted, any number is a string, which Go refuses for a limit.
         for refused in [
             r#"- {type: nofile, hard: "10", soft: 1}"#,
+            r#"- {type: nofile, hard: "010", soft: 1}"#,
+            "- {type: nofile, hard: 10, soft: '1_0'}",
+            r#"- {type: nofile, hard: "0x10", soft: 1}"#,
+            r#"- {type: nofile, hard: "18446744073709551615"}"#,
             "- {type: nofile, hard: 1.5, soft: 1}",
             "- {type: nofile, hard: -1, soft: 1}",
             "- {type: nofile, hard: 1e30, soft: 1}",
