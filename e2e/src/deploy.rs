@@ -18,7 +18,8 @@ pub const KUBERNETES_VALIDATE_VERSION: &str = "1.37.0";
 /// on `PATH`.
 pub const KUSTOMIZE_VERSION: &str = "v5.5.0";
 
-/// The sample plugins: the directory names under `plugins/`, sorted.
+/// The sample plugins that run as programs (and so get an image and an
+/// overlay): the directory names under `plugins/` with a `src/main.rs`, sorted.
 pub fn plugins() -> Result<Vec<String>> {
     let dir = root().join("plugins");
     let mut names = Vec::new();
@@ -26,7 +27,9 @@ pub fn plugins() -> Result<Vec<String>> {
         fs::read_dir(&dir).map_err(|e| E2eError::io(format!("read {}", dir.display()), e))?
     {
         let entry = entry.map_err(|e| E2eError::io(format!("read {}", dir.display()), e))?;
-        if entry.path().join("Cargo.toml").is_file() {
+        // A plugin that builds a program gets an image and an overlay; a
+        // WebAssembly plugin (a library only) is loaded by the runtime itself.
+        if entry.path().join("Cargo.toml").is_file() && entry.path().join("src/main.rs").is_file() {
             names.push(entry.file_name().to_string_lossy().into_owned());
         }
     }
