@@ -124,11 +124,7 @@ fn build_wasm_plugins() -> Result<PathBuf, String> {
     check_go(&go)?;
     let dir = bin_dir();
     fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let lock_path = dir.join(".build.lock");
-    let lock = File::create(&lock_path)
-        .map_err(|e| format!("create lock file {}: {e}", lock_path.display()))?;
-    flock(&lock, FlockOperation::LockExclusive)
-        .map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
+    let lock = lock_build_dir(&dir)?;
     let module = interop_dir().join("wasm-plugins");
     let scratch = tempfile::Builder::new()
         .prefix(".build-wasm-")
@@ -168,6 +164,17 @@ fn build_wasm_plugins() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// Takes the exclusive lock that serializes builds into `dir` across test
+/// processes; released when the returned file is dropped.
+fn lock_build_dir(dir: &Path) -> Result<File, String> {
+    let lock_path = dir.join(".build.lock");
+    let lock = File::create(&lock_path)
+        .map_err(|e| format!("create lock file {}: {e}", lock_path.display()))?;
+    flock(&lock, FlockOperation::LockExclusive)
+        .map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
+    Ok(lock)
+}
+
 fn check_go(go: &OsString) -> Result<(), String> {
     match Command::new(go).arg("version").output() {
         Ok(out) if out.status.success() => Ok(()),
@@ -192,16 +199,11 @@ fn build_all() -> Result<PathBuf, String> {
 
     let dir = bin_dir();
     fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let lock_path = dir.join(".build.lock");
-    let lock = File::create(&lock_path)
-        .map_err(|e| format!("create lock file {}: {e}", lock_path.display()))?;
-    flock(&lock, FlockOperation::LockExclusive)
-        .map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
+    let lock = lock_build_dir(&dir)?;
 
     for (module, programs) in MODULES {
         build_module(&go, &interop_dir().join(module), programs, &dir)?;
     }
-    // The lock is released when `lock` is dropped.
     drop(lock);
     Ok(dir)
 }

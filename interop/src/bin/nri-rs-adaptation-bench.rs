@@ -623,14 +623,14 @@ async fn run_load(args: &Args) -> Result<Report, Failure> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Report {
         mode: "load",
-        lifecycle: Some(summarize(all.clone())?),
+        iterations: all.len(),
+        lifecycle: Some(summarize(all)?),
         load_windows,
         load_late: Some(late),
         updates_received: Some(updates),
         runtime_rss_kib: Some(rss_start),
         runtime_rss_after_kib: Some(rss_end),
         plugins: args.plugins,
-        iterations: all.len(),
         ..Default::default()
     })
 }

@@ -157,9 +157,9 @@ impl Plugin {
             // As the reference: one message, whatever its size.
             #[cfg(feature = "wasm")]
             Backend::Wasm(w) => {
-                let req = SynchronizeRequest {
-                    pods: pods.to_vec(),
-                    containers: containers.to_vec(),
+                let req = SyncChunk {
+                    pods,
+                    containers,
                     more: false,
                 };
                 let timeout = self.request_timeout();
