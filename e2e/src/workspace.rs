@@ -54,3 +54,40 @@ pub fn build_bins(package: &str, bins: &[&str]) -> Result<Vec<PathBuf>> {
     run(&mut cmd)?;
     Ok(bins.iter().map(|b| target.join(&profile).join(b)).collect())
 }
+
+/// Builds the binary `bin` of package `package` linked statically against
+/// glibc (`-C target-feature=+crt-static` for that binary alone: its
+/// libraries are compiled as for [`build_bins`]) and returns the path of a
+/// copy under `<target>/<profile>/static/`, which later normal builds of
+/// the package leave alone.
+///
+/// ```no_run
+/// let runc = nri_e2e::workspace::build_static_bin("nri-runc", "nri-runc").unwrap();
+/// assert!(runc.is_file());
+/// ```
+pub fn build_static_bin(package: &str, bin: &str) -> Result<PathBuf> {
+    let (target, profile) = target_and_profile();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(root())
+        .env("CARGO_TARGET_DIR", &target)
+        .args(["rustc", "--quiet", "--locked", "-p", package, "--bin", bin]);
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    cmd.args(["--", "-C", "target-feature=+crt-static"]);
+    run(&mut cmd)?;
+    let built = target.join(&profile).join(bin);
+    let dir = target.join(&profile).join("static");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| crate::E2eError::io(format!("create {}", dir.display()), e))?;
+    // Copied under a temporary name and renamed: a copy another test
+    // process is running stays intact.
+    let tmp = dir.join(format!(".{bin}.{}", std::process::id()));
+    let copy = dir.join(bin);
+    std::fs::copy(&built, &tmp)
+        .and_then(|_| std::fs::rename(&tmp, &copy))
+        .map_err(|e| {
+            crate::E2eError::io(format!("copy {} to {}", built.display(), copy.display()), e)
+        })?;
+    Ok(copy)
+}

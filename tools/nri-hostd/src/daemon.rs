@@ -238,6 +238,9 @@ pub struct Hostd {
     ops: Arc<tokio::sync::Mutex<()>>,
 }
 
+/// The turn of one request's lifecycle events (see [`Hostd::turn`]).
+pub(crate) type Turn = tokio::sync::OwnedMutexGuard<()>;
+
 /// Errors of starting the daemon.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -321,8 +324,22 @@ impl Hostd {
         self.domain.save_now();
     }
 
-    /// Handles one request of the wrapper.
+    /// Handles one request of the wrapper, after the lifecycle events of
+    /// every request that came before it.
     pub async fn handle(self: &Arc<Self>, req: Request) -> Response {
+        let ops = self.ops.clone().lock_owned().await;
+        self.handle_in_turn(req, ops).await
+    }
+
+    /// Takes the turn for lifecycle events: the requests' events run in the
+    /// order their turns were taken (tokio's mutex is fair). The control
+    /// server takes turns in the order connections were accepted.
+    pub(crate) async fn turn(&self) -> Turn {
+        self.ops.clone().lock_owned().await
+    }
+
+    /// Handles one request with the turn taken ([`turn`](Self::turn)).
+    pub(crate) async fn handle_in_turn(self: &Arc<Self>, req: Request, turn: Turn) -> Response {
         match req {
             Request::Ping => Response::Ok,
             Request::Create {
@@ -330,33 +347,29 @@ impl Hostd {
                 bundle,
                 runtime,
                 spec,
-            } => self.create(id, bundle, runtime, spec).await,
+            } => self.create(turn, id, bundle, runtime, spec).await,
             Request::Created { id, ok } => {
-                self.in_order(move |me| async move { me.created(&id, ok).await })
-                    .await
+                self.in_order(turn, move |me| async move { me.created(&id, ok).await })
             }
-            Request::Start { id } => self.start_container(&id).await,
+            Request::Start { id } => self.start_container(turn, &id).await,
             Request::Started { id, ok } => {
-                self.in_order(move |me| async move { me.started(&id, ok).await })
-                    .await
+                self.in_order(turn, move |me| async move { me.started(&id, ok).await })
             }
             Request::Killed { id } => {
+                drop(turn);
                 self.follow_kill(id);
                 Response::Ok
             }
-            Request::Deleted { id } => {
-                self.in_order(move |me| async move {
-                    let _sync = me.nri.block_plugin_sync().await;
-                    me.deleted(&id).await;
-                })
-                .await
-            }
-            Request::Update { id, resources } => self.update(&id, resources).await,
+            Request::Deleted { id } => self.in_order(turn, move |me| async move {
+                let _sync = me.nri.block_plugin_sync().await;
+                me.deleted(&id).await;
+            }),
+            Request::Update { id, resources } => self.update(turn, &id, resources).await,
             Request::Updated { id, ok } => {
-                self.in_order(move |me| async move { me.updated(&id, ok).await })
-                    .await
+                self.in_order(turn, move |me| async move { me.updated(&id, ok).await })
             }
             Request::Paused { id, paused } => {
+                drop(turn);
                 if self.domain.record(&id).is_some() {
                     let s = if paused {
                         ContainerState::ContainerPaused
@@ -372,15 +385,14 @@ impl Hostd {
 
     /// Runs `work` for a notification after everything that arrived before
     /// it and before everything that arrives later, without making the
-    /// wrapper wait: the turn is taken now, the work done in the
+    /// wrapper wait: the turn is already taken, the work done in the
     /// background, and the wrapper answered at once. The runtime command
     /// has already run; nothing the plugins say can change it.
-    async fn in_order<F, Fut>(self: &Arc<Self>, work: F) -> Response
+    fn in_order<F, Fut>(self: &Arc<Self>, turn: Turn, work: F) -> Response
     where
         F: FnOnce(Arc<Self>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        let turn = self.ops.clone().lock_owned().await;
         let me = self.clone();
         tokio::spawn(async move {
             let _turn = turn;
@@ -391,12 +403,12 @@ impl Hostd {
 
     async fn create(
         &self,
+        _turn: Turn,
         id: String,
         bundle: String,
         runtime: RuntimeRef,
         mut spec: Value,
     ) -> Response {
-        let _ops = self.ops.lock().await;
         let _sync = self.nri.block_plugin_sync().await;
         if self.domain.record(&id).is_some() {
             return Response::Error {
@@ -524,8 +536,7 @@ impl Hostd {
         }
     }
 
-    async fn start_container(&self, id: &str) -> Response {
-        let _ops = self.ops.lock().await;
+    async fn start_container(&self, _turn: Turn, id: &str) -> Response {
         let _sync = self.nri.block_plugin_sync().await;
         let Some((pod, rec)) = self.pod_and_container(id) else {
             return Response::Ok;
@@ -628,8 +639,7 @@ impl Hostd {
         }
     }
 
-    async fn update(&self, id: &str, resources: Value) -> Response {
-        let _ops = self.ops.lock().await;
+    async fn update(&self, _turn: Turn, id: &str, resources: Value) -> Response {
         let _sync = self.nri.block_plugin_sync().await;
         let Some((pod, rec)) = self.pod_and_container(id) else {
             return Response::Resources { resources };

@@ -117,6 +117,31 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// Whether the request only reports what the real runtime did
+    /// (`created`, `started`, `killed`, `deleted`, `updated`, `paused`):
+    /// its answer is always [`Response::Ok`], so the wrapper sends it with
+    /// [`notify`] and does not wait.
+    ///
+    /// ```
+    /// use nri_hostd::protocol::Request;
+    ///
+    /// assert!(Request::Deleted { id: "c1".into() }.is_notification());
+    /// assert!(!Request::Start { id: "c1".into() }.is_notification());
+    /// ```
+    pub fn is_notification(&self) -> bool {
+        matches!(
+            self,
+            Request::Created { .. }
+                | Request::Started { .. }
+                | Request::Killed { .. }
+                | Request::Deleted { .. }
+                | Request::Updated { .. }
+                | Request::Paused { .. }
+        )
+    }
+}
+
 /// The daemon's answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
@@ -263,6 +288,30 @@ pub fn call(
     stream.write_all(&encode(request)?)?;
     let payload = read_frame(&mut stream)?;
     decode(&payload)
+}
+
+/// Sends `request` to the daemon at `socket` without waiting for the
+/// answer, at most `timeout` for connect and write. The daemon handles
+/// requests in the order their connections were accepted, so whatever the
+/// caller (or a later process) sends next is handled after this one.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use nri_hostd::protocol::{notify, Request};
+///
+/// let deleted = Request::Deleted { id: "c1".into() };
+/// if let Err(e) = notify("/run/nri-hostd/control.sock".as_ref(), &deleted, Duration::from_secs(2)) {
+///     eprintln!("nri-hostd did not get it: {e}");
+/// }
+/// ```
+pub fn notify(socket: &Path, request: &Request, timeout: Duration) -> Result<(), ProtocolError> {
+    let mut stream = UnixStream::connect(socket).map_err(|source| ProtocolError::Unreachable {
+        path: socket.display().to_string(),
+        source,
+    })?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.write_all(&encode(request)?)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,5 +1,14 @@
 //! The control socket: one request and one response per connection.
+//!
+//! Requests are handled in the order their connections were accepted: a
+//! wrapper may send a notification (`created`, `started`, `deleted`, ...)
+//! and exit without waiting for the answer, and the request of the next
+//! runtime command, whose connection comes later, still finds the
+//! notification handled before it. A connection that is accepted but sends
+//! nothing holds back the requests behind it until its read times out
+//! ([`READ_TIMEOUT`]).
 
+use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -8,10 +17,75 @@ use std::time::Duration;
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::daemon::Hostd;
-use crate::protocol::{decode, read_frame_async, write_frame_async, Request, Response};
+use crate::protocol::{
+    decode, read_frame_async, write_frame_async, ProtocolError, Request, Response,
+};
 
 /// How long a client may take to send its request.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Turns handed out in the order connections are accepted.
+#[derive(Debug, Default)]
+struct Turns {
+    order: tokio::sync::watch::Sender<Order>,
+}
+
+#[derive(Debug, Default)]
+struct Order {
+    /// Tickets handed out so far.
+    issued: u64,
+    /// The ticket whose turn it is.
+    current: u64,
+    /// Tickets given up before their turn came.
+    skipped: BTreeSet<u64>,
+}
+
+/// One connection's place in the order; its turn passes on when it is
+/// finished or dropped.
+#[derive(Debug)]
+struct Ticket {
+    turns: Arc<Turns>,
+    n: u64,
+}
+
+impl Turns {
+    fn issue(self: &Arc<Self>) -> Ticket {
+        let mut n = 0;
+        self.order.send_modify(|o| {
+            n = o.issued;
+            o.issued += 1;
+        });
+        Ticket {
+            turns: self.clone(),
+            n,
+        }
+    }
+}
+
+impl Ticket {
+    /// Waits until every earlier ticket is finished or dropped.
+    async fn wait(&self) {
+        let mut rx = self.turns.order.subscribe();
+        // The sender lives in `self.turns`: the wait ends only by the turn.
+        let _ = rx.wait_for(|o| o.current >= self.n).await;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let n = self.n;
+        self.turns.order.send_modify(|o| {
+            if o.current == n {
+                o.current += 1;
+                while o.skipped.remove(&o.current) {
+                    o.current += 1;
+                }
+            } else {
+                o.skipped.insert(n);
+            }
+        });
+    }
+}
 
 /// Binds the control socket at `path` (a stale socket file is replaced;
 /// the directory is created; only root may connect: mode 0600).
@@ -31,11 +105,13 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
 
 /// Serves requests on `listener` until the task is dropped.
 pub async fn serve_listener(hostd: Arc<Hostd>, listener: UnixListener) -> std::io::Result<()> {
+    let turns = Arc::new(Turns::default());
     loop {
         let (stream, _) = listener.accept().await?;
         let hostd = hostd.clone();
+        let ticket = turns.issue();
         tokio::spawn(async move {
-            if let Err(e) = connection(hostd, stream).await {
+            if let Err(e) = connection(hostd, stream, ticket).await {
                 tracing::warn!(error = %e, "control connection failed");
             }
         });
@@ -50,6 +126,7 @@ pub async fn serve(hostd: Arc<Hostd>, path: &Path) -> std::io::Result<()> {
 async fn connection(
     hostd: Arc<Hostd>,
     mut stream: UnixStream,
+    ticket: Ticket,
 ) -> Result<(), crate::protocol::ProtocolError> {
     let payload = match tokio::time::timeout(READ_TIMEOUT, read_frame_async(&mut stream)).await {
         Ok(p) => p?,
@@ -59,16 +136,36 @@ async fn connection(
             )
         }
     };
-    let response = match decode::<Request>(&payload) {
+    let request = decode::<Request>(&payload);
+    ticket.wait().await;
+    let (response, notification) = match request {
         Ok(req) => {
             tracing::debug!(?req, "request");
-            hostd.handle(req).await
+            let turn = hostd.turn().await;
+            drop(ticket);
+            let notification = req.is_notification();
+            (hostd.handle_in_turn(req, turn).await, notification)
         }
-        Err(e) => Response::Error {
-            message: format!("malformed request: {e}"),
-        },
+        Err(e) => (
+            Response::Error {
+                message: format!("malformed request: {e}"),
+            },
+            false,
+        ),
     };
-    write_frame_async(&mut stream, &response).await
+    match write_frame_async(&mut stream, &response).await {
+        // The wrapper does not wait for the answer to a notification.
+        Err(ProtocolError::Io(e))
+            if notification
+                && matches!(
+                    e.kind(),
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                ) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -126,6 +223,53 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(matches!(ping, Response::Ok));
+        server.abort();
+        hostd.stop().await;
+    }
+
+    /// A notification whose connection came first is handled first, even
+    /// when its frame arrives after the next connection's request.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_are_handled_in_the_order_connections_were_accepted() {
+        use crate::protocol::{encode, RuntimeRef};
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::HostdConfig::default();
+        config.nri.disable_connections = true;
+        config.nri.plugin_path = dir.path().join("plugins");
+        config.nri.plugin_config_path = dir.path().join("conf.d");
+        config.hostd.state_file = dir.path().join("state.json");
+        let hostd = Arc::new(Hostd::start(config).await.unwrap());
+        let path = dir.path().join("control.sock");
+        let server = tokio::spawn(serve_listener(hostd.clone(), bind(&path).unwrap()));
+        let create = Request::Create {
+            id: "c1".into(),
+            bundle: "/nonexistent".into(),
+            runtime: RuntimeRef::default(),
+            spec: serde_json::json!({}),
+        };
+
+        let p = path.clone();
+        let (first, second) = tokio::task::spawn_blocking(move || {
+            let timeout = std::time::Duration::from_secs(10);
+            let first = crate::protocol::call(&p, &create, timeout).unwrap();
+            // `deleted` connects first but writes last; the second create
+            // of the same id only succeeds if the deletion is handled
+            // before it.
+            let mut deleted = std::os::unix::net::UnixStream::connect(&p).unwrap();
+            let mut again = std::os::unix::net::UnixStream::connect(&p).unwrap();
+            again.set_read_timeout(Some(timeout)).unwrap();
+            again.write_all(&encode(&create).unwrap()).unwrap();
+            deleted
+                .write_all(&encode(&Request::Deleted { id: "c1".into() }).unwrap())
+                .unwrap();
+            drop(deleted);
+            let second = crate::protocol::read_frame(&mut again).unwrap();
+            (first, crate::protocol::decode::<Response>(&second).unwrap())
+        })
+        .await
+        .unwrap();
+        assert!(matches!(first, Response::Spec { .. }), "{first:?}");
+        assert!(matches!(second, Response::Spec { .. }), "{second:?}");
         server.abort();
         hostd.stop().await;
     }

@@ -4,7 +4,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nri_hostd::protocol::{call, ProtocolError, Request, Response, RuntimeRef};
+use nri_hostd::protocol::{call, notify, ProtocolError, Request, Response, RuntimeRef};
 use nri_hostd::state::write_atomic;
 use serde_json::Value;
 
@@ -122,9 +122,20 @@ impl Wrapper {
         call(&self.config.control_socket, req, self.config.timeout)
     }
 
-    /// Tells the daemon something; problems are only logged (the runtime
-    /// command itself has run).
+    /// Tells the daemon what the runtime did, without waiting for the
+    /// answer (the daemon keeps the order); problems are only logged (the
+    /// runtime command itself has run).
     fn tell(&self, req: Request) {
+        match notify(&self.config.control_socket, &req, self.config.timeout) {
+            Ok(()) => {}
+            Err(e) if e.is_unreachable() => {}
+            Err(e) => eprintln!("nri-runc: {e}"),
+        }
+    }
+
+    /// Asks the daemon for something whose answer only matters as a
+    /// moment: it has been handled. Problems are only logged.
+    fn ask_and_wait(&self, req: Request) {
         match self.ask(&req) {
             Ok(Response::Ok) => {}
             Ok(Response::Error { message }) => eprintln!("nri-runc: nri-hostd: {message}"),
@@ -199,7 +210,7 @@ impl Wrapper {
         let Some(id) = self.id(bool_flags) else {
             return Err(self.exec());
         };
-        self.tell(before(id.clone()));
+        self.ask_and_wait(before(id.clone()));
         let code = self.run_runtime(&self.argv)?;
         if let Some(req) = after(id, code == 0) {
             self.tell(req);
@@ -277,7 +288,7 @@ impl Wrapper {
                 id: id.clone(),
                 ok: true,
             });
-            self.tell(Request::Start { id });
+            self.ask_and_wait(Request::Start { id });
             return Err(self.exec());
         }
         let code = self.run_runtime(&self.argv)?;
