@@ -173,18 +173,29 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
 
+    /// A daemon without plugins under `dir`, serving its control socket.
+    async fn serving(
+        dir: &Path,
+    ) -> (
+        Arc<Hostd>,
+        std::path::PathBuf,
+        tokio::task::JoinHandle<std::io::Result<()>>,
+    ) {
+        let mut config = crate::HostdConfig::default();
+        config.nri.disable_connections = true;
+        config.nri.plugin_path = dir.join("plugins");
+        config.nri.plugin_config_path = dir.join("conf.d");
+        config.hostd.state_file = dir.join("state.json");
+        let hostd = Arc::new(Hostd::start(config).await.unwrap());
+        let path = dir.join("control.sock");
+        let server = tokio::spawn(serve_listener(hostd.clone(), bind(&path).unwrap()));
+        (hostd, path, server)
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn garbage_and_oversized_requests_get_an_error_or_a_closed_connection() {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = crate::HostdConfig::default();
-        config.nri.disable_connections = true;
-        config.nri.plugin_path = dir.path().join("plugins");
-        config.nri.plugin_config_path = dir.path().join("conf.d");
-        config.hostd.state_file = dir.path().join("state.json");
-        let hostd = Arc::new(Hostd::start(config).await.unwrap());
-        let path = dir.path().join("control.sock");
-        let listener = bind(&path).unwrap();
-        let server = tokio::spawn(serve_listener(hostd.clone(), listener));
+        let (hostd, path, server) = serving(dir.path()).await;
 
         let p = path.clone();
         let answer = tokio::task::spawn_blocking(move || {
@@ -233,14 +244,7 @@ mod tests {
     async fn requests_are_handled_in_the_order_connections_were_accepted() {
         use crate::protocol::{encode, RuntimeRef};
         let dir = tempfile::tempdir().unwrap();
-        let mut config = crate::HostdConfig::default();
-        config.nri.disable_connections = true;
-        config.nri.plugin_path = dir.path().join("plugins");
-        config.nri.plugin_config_path = dir.path().join("conf.d");
-        config.hostd.state_file = dir.path().join("state.json");
-        let hostd = Arc::new(Hostd::start(config).await.unwrap());
-        let path = dir.path().join("control.sock");
-        let server = tokio::spawn(serve_listener(hostd.clone(), bind(&path).unwrap()));
+        let (hostd, path, server) = serving(dir.path()).await;
         let create = Request::Create {
             id: "c1".into(),
             bundle: "/nonexistent".into(),
