@@ -4,7 +4,7 @@
 //! `docs/PERFORMANCE-oci-engines.md`.
 //!
 //! ```text
-//! cargo bench -p nri-e2e --bench nri_runc          # NRI_RUNC_BENCH_ITERATIONS=40
+//! cargo bench -p nri-e2e --bench nri_runc          # NRI_RUNC_BENCH_ITERATIONS=100
 //! ```
 
 use std::fmt::Write as _;
@@ -87,7 +87,7 @@ fn main() {
     let iterations: usize = std::env::var("NRI_RUNC_BENCH_ITERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+        .unwrap_or(100);
     let dir = tempfile::tempdir().expect("temp dir");
     let bundle = busybox_bundle(dir.path(), &["true"]).expect("bundle");
     let (_, wrapper) = binaries().expect("build nri-runc");
@@ -205,7 +205,8 @@ fn main() {
          talking to `nri-hostd` (log filter `info`, exit checks every 2 s) with 0, 1 and 8 external plugins (`nri-template`, subscribed to every\n\
          event, logging each to a file). {iterations} measured lifecycles per case after 5 warm-up ones;\n\
          the cases take turns, one lifecycle each, so that other work on the machine weighs on all alike.\n\
-         Release build (the bench profile), binaries and plugins alike.\n\n\
+         Release build (the bench profile), binaries and plugins alike; `nri-runc` linked statically\n\
+         (`-C target-feature=+crt-static`), as its README advises.\n\n\
          Target: under 5 ms added at the median with one plugin.\n\n\
          * CPUs: {}; load average at the end: {}\n\n\
          | case | median | p90 | added at the median |\n|---|---:|---:|---:|",
