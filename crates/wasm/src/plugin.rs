@@ -240,8 +240,8 @@ thread_local! {
 }
 
 /// Runs the future `make` returns to completion on a current-thread Tokio
-/// runtime (time driver on, for the epoch yields' timers and the module's
-/// WASI sleeps), blocking this thread. A thread that is already in a Tokio
+/// runtime (time driver on, for the call's timeout and the module's WASI
+/// sleeps), blocking this thread. A thread that is already in a Tokio
 /// runtime's context (an executor thread, or a `spawn_blocking` closure)
 /// cannot start another runtime: the future then runs on a short-lived
 /// thread of its own.
