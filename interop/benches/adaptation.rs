@@ -757,9 +757,8 @@ fn render_wasm(d: &mut String, p: &Pair, counts: Counts) {
          around it in a few tens of microseconds: `NRI_WASM_TEST_MODULE=<module> cargo test \
          --release -p nri-wasm --test abi load_module_from_env -- --ignored --nocapture`), plus \
          what the runtime adds: the request's encoding, the copies into and out of the \
-         module's memory, the adaptation's merge and, for ours, handing the call to the \
-         plugin's thread and back (two thread wake-ups, which cost most on a loaded \
-         machine).\n"
+         module's memory, the adaptation's merge. Ours runs the module on the task that \
+         makes the call, with no hand-over to another thread.\n"
     );
 }
 

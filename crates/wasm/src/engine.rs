@@ -1,26 +1,30 @@
-//! The engine all plugins share, the watchdog that bounds every call, and
-//! the on-disk cache of compiled modules.
+//! The engine all plugins share, the ticker that advances its epoch while
+//! calls run, and the on-disk cache of compiled modules.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, Module};
 
-/// The process-wide engine and its watchdog.
+/// How often the epoch advances while a call runs: the longest a running
+/// module keeps the thread that polls its call before it yields, and the
+/// precision of its timeout.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// The process-wide engine and its epoch ticker.
 pub(crate) struct Shared {
     pub engine: Engine,
-    pub watchdog: Arc<Watchdog>,
+    pub ticker: Arc<Ticker>,
 }
 
-/// The engine, created on first use. Epoch interruption is on: the
-/// watchdog bumps the epoch when a call's deadline passes, and each store
-/// then checks its own deadline.
+/// The engine, created on first use. Epoch interruption is on: while a
+/// call runs, the ticker advances the epoch every [`EPOCH_TICK`], and each
+/// store then yields to the executor or, past its call's deadline, traps.
 pub(crate) fn shared() -> Result<&'static Shared, String> {
     static SHARED: OnceLock<Result<Shared, String>> = OnceLock::new();
     SHARED
@@ -28,112 +32,90 @@ pub(crate) fn shared() -> Result<&'static Shared, String> {
             let mut config = Config::new();
             config.epoch_interruption(true);
             let engine = Engine::new(&config).map_err(|e| format!("{e:#}"))?;
-            let watchdog = Watchdog::start(engine.clone()).map_err(|e| e.to_string())?;
-            Ok(Shared { engine, watchdog })
+            let ticker = Ticker::start(engine.clone()).map_err(|e| e.to_string())?;
+            Ok(Shared { engine, ticker })
         })
         .as_ref()
         .map_err(Clone::clone)
 }
 
-/// Wakes up when the earliest registered deadline passes and bumps the
-/// engine's epoch, so that the store whose deadline passed stops at its
-/// next epoch check. Idle (no call in flight) it sleeps.
+/// Advances the engine's epoch every [`EPOCH_TICK`] while calls run, from
+/// a thread of its own. Idle (no call for a whole tick) it sleeps until
+/// the next call starts.
 ///
-/// Arming a deadline wakes the watchdog only if it is asleep without a
-/// wake-up time or would wake up after the new deadline: calls with the
-/// usual timeout each register a deadline a little later than the one the
-/// watchdog already sleeps towards, so a stream of calls costs the
-/// watchdog one wake-up per timeout period, not one per call (it wakes up
-/// early then, finds the deadline it slept for gone or later, and sleeps
-/// again).
-pub(crate) struct Watchdog {
-    state: Mutex<State>,
-    changed: Condvar,
-    next_id: std::sync::atomic::AtomicU64,
+/// A call only takes a lock to count itself in and out; it wakes the
+/// ticker only when the ticker sleeps, so a stream of calls costs the
+/// ticker one wake-up per tick, and nothing in the calls waits for it.
+pub(crate) struct Ticker {
+    state: Mutex<TickState>,
+    wake: Condvar,
 }
 
-/// The deadlines of the calls in flight, and when the watchdog wakes up
-/// next (`None`: only when woken).
 #[derive(Default)]
-struct State {
-    deadlines: BTreeSet<(Instant, u64)>,
-    wake_at: Option<Instant>,
+struct TickState {
+    /// Calls running now.
+    running: usize,
+    /// Calls started so far (wrapping).
+    started: u64,
+    /// Whether the ticker is awake.
+    ticking: bool,
 }
 
-/// Removes its deadline from the watchdog when dropped.
-pub(crate) struct Armed<'a> {
-    watchdog: &'a Watchdog,
-    key: (Instant, u64),
-}
+/// A running call, counted out when dropped.
+pub(crate) struct Running<'a>(&'a Ticker);
 
-impl Drop for Armed<'_> {
+impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.watchdog.lock().deadlines.remove(&self.key);
+        self.0.lock().running -= 1;
     }
 }
 
-impl Watchdog {
-    fn start(engine: Engine) -> io::Result<Arc<Watchdog>> {
-        let watchdog = Arc::new(Watchdog {
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
-            next_id: std::sync::atomic::AtomicU64::new(0),
+impl Ticker {
+    fn start(engine: Engine) -> io::Result<Arc<Ticker>> {
+        let ticker = Arc::new(Ticker {
+            state: Mutex::new(TickState::default()),
+            wake: Condvar::new(),
         });
-        let w = watchdog.clone();
+        let t = ticker.clone();
         std::thread::Builder::new()
-            .name("nri-wasm-watchdog".into())
-            .spawn(move || w.run(&engine))?;
-        Ok(watchdog)
+            .name("nri-wasm-epoch".into())
+            .spawn(move || t.run(&engine))?;
+        Ok(ticker)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TickState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Watches `deadline` until the returned guard is dropped.
-    pub(crate) fn arm(&self, deadline: Instant) -> Armed<'_> {
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let key = (deadline, id);
+    /// Counts a call in until the returned guard is dropped; the epoch
+    /// advances meanwhile.
+    pub(crate) fn enter(&self) -> Running<'_> {
         let mut state = self.lock();
-        state.deadlines.insert(key);
-        if state.wake_at.is_none_or(|wake| deadline < wake) {
-            // Sleeping towards a later time, or without one.
-            state.wake_at = Some(deadline);
-            self.changed.notify_one();
+        state.running += 1;
+        state.started = state.started.wrapping_add(1);
+        if !state.ticking {
+            state.ticking = true;
+            self.wake.notify_one();
         }
-        drop(state);
-        Armed {
-            watchdog: self,
-            key,
-        }
+        Running(self)
     }
 
     fn run(&self, engine: &Engine) {
         let mut state = self.lock();
         loop {
-            let Some(&(first, _)) = state.deadlines.first() else {
-                state.wake_at = None;
-                state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
-                continue;
-            };
-            let now = Instant::now();
-            let sleep = if first <= now {
+            while !state.ticking {
+                state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+            let seen = state.started;
+            drop(state);
+            std::thread::sleep(EPOCH_TICK);
+            state = self.lock();
+            if state.running > 0 {
                 engine.increment_epoch();
-                // Passed deadlines stay registered until their calls
-                // return; bump again a little later in case the store was
-                // in a host call when this bump happened.
-                std::time::Duration::from_millis(10)
-            } else {
-                first - now
-            };
-            state.wake_at = Some(now + sleep);
-            state = self
-                .changed
-                .wait_timeout(state, sleep)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            } else if state.started == seen {
+                // No call ran during a whole tick.
+                state.ticking = false;
+            }
         }
     }
 }

@@ -16,7 +16,10 @@ pub enum WasmError {
         #[source]
         source: std::io::Error,
     },
-    /// The shared engine could not be set up.
+    /// The shared engine could not be set up, or a blocking entry point
+    /// ([`WasmPlugin::load`](crate::WasmPlugin::load),
+    /// [`WasmPlugin::call_blocking`](crate::WasmPlugin::call_blocking))
+    /// could not start the runtime it runs the module on.
     #[error("failed to set up the WASM engine: {0}")]
     Engine(String),
     /// The module is not valid WebAssembly or could not be compiled.
@@ -114,7 +117,9 @@ pub enum WasmError {
     /// The plugin's handler returned an error; this is its text.
     #[error("{0}")]
     Plugin(String),
-    /// The plugin was dropped, or its thread is gone.
+    /// The plugin is closed. Calls run on the caller's task and hold the
+    /// plugin, so this crate no longer returns it; it stays for callers
+    /// that match on it.
     #[error("WASM plugin {plugin} is closed")]
     Closed {
         /// The plugin.

@@ -1,8 +1,10 @@
-//! [`WasmPlugin`]: one loaded plugin module, its instance and the thread
-//! that runs its calls.
+//! [`WasmPlugin`]: one loaded plugin module, its instance, and the calls
+//! into it, run as futures on the caller's task.
 
+use std::cell::OnceCell;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nri_api::log_request::Level;
@@ -66,19 +68,33 @@ pub fn default_cache_dir() -> PathBuf {
 
 /// A loaded plugin module.
 ///
-/// Its calls run one at a time, in the order they were made, on a thread
-/// of its own, never on the caller's thread. Each call is bounded by its
-/// timeout: the module is interrupted at its next function entry or loop
-/// back-edge once the timeout passes. After a timeout or a trap the
-/// instance is thrown away; the next call gets a fresh instance, which is
-/// initialized again and, if the plugin was configured, configured again
-/// with the last successful Configure request. The module's other state
-/// (what it learnt from Synchronize and the events since) is lost with the
-/// instance: [`discarded`](Self::discarded) tells the caller, who can
-/// synchronize the plugin again.
+/// [`call`](Self::call) runs the module on the task that awaits it, as a
+/// future: no thread of its own, no hand-over. Calls of one plugin run one
+/// at a time, in the order they were made (a fair lock around the
+/// instance); calls of different plugins run side by side. Each call is
+/// bounded by its timeout. While the module runs, the engine's epoch
+/// advances every few milliseconds: at each tick the module yields to the
+/// executor, so a module that computes for long (or forever) never keeps
+/// the executor's thread from its other tasks for more than a tick. Past
+/// its timeout the module is interrupted at its next function entry or
+/// loop back-edge (or, waiting in a host call, cancelled) and the call
+/// fails with [`WasmError::Timeout`].
+///
+/// After a timeout or a trap the instance is thrown away (also when the
+/// caller drops a call before it finished); the next call gets a fresh
+/// instance, which is initialized again and, if the plugin was configured,
+/// configured again with the last successful Configure request. The
+/// module's other state (what it learnt from Synchronize and the events
+/// since) is lost with the instance: [`discarded`](Self::discarded) tells
+/// the caller, who can synchronize the plugin again.
+///
+/// The futures of `call` need a Tokio runtime with the time driver
+/// enabled (`enable_time` or `enable_all`): they bound the call with a
+/// Tokio timer, and the module's WASI sleeps use Tokio timers too.
 pub struct WasmPlugin {
     name: Arc<str>,
-    jobs: mpsc::Sender<Job>,
+    /// Boxed: the instance and its loader are large.
+    worker: Box<tokio::sync::Mutex<Worker>>,
     discarded: tokio::sync::watch::Receiver<u64>,
 }
 
@@ -90,18 +106,14 @@ impl std::fmt::Debug for WasmPlugin {
     }
 }
 
-struct Job {
-    event: WasmEvent,
-    request: Vec<u8>,
-    timeout: Duration,
-    reply: tokio::sync::oneshot::Sender<Result<Vec<u8>, WasmError>>,
-}
-
 impl WasmPlugin {
     /// Reads, compiles (or loads from the cache) and instantiates the
     /// module at `path`, runs its `_initialize`, checks its API version and
     /// exports. `name` names the plugin in errors and logs. Blocks for the
-    /// compilation: call it off the async threads.
+    /// compilation and the initialization: call it off the async threads
+    /// (e.g. in `tokio::task::spawn_blocking`). The initialization runs on
+    /// a Tokio runtime of its own (on a short-lived thread if this thread
+    /// is one of a Tokio runtime's).
     pub fn load(path: &Path, name: &str, options: &WasmOptions) -> Result<WasmPlugin, WasmError> {
         let bytes = std::fs::read(path).map_err(|source| WasmError::Read {
             path: path.to_path_buf(),
@@ -125,8 +137,7 @@ impl WasmPlugin {
                 message: format!("{e:#}"),
             })?;
         let loader = Loader::new(shared, module, name.clone(), options.clone())?;
-        let live = loader.instantiate()?;
-        let (jobs, rx) = mpsc::channel();
+        let live = block_on(&name, || loader.instantiate())??;
         let (discarded_tx, discarded) = tokio::sync::watch::channel(0);
         let worker = Worker {
             loader,
@@ -134,16 +145,9 @@ impl WasmPlugin {
             configured: None,
             discarded: discarded_tx,
         };
-        std::thread::Builder::new()
-            .name(format!("nri-wasm-{name}"))
-            .spawn(move || worker.run(rx))
-            .map_err(|e| WasmError::Instantiate {
-                plugin: name.to_string(),
-                message: format!("cannot start the plugin's thread: {e}"),
-            })?;
         Ok(WasmPlugin {
             name,
-            jobs,
+            worker: Box::new(tokio::sync::Mutex::new(worker)),
             discarded,
         })
     }
@@ -172,52 +176,113 @@ impl WasmPlugin {
 
     /// Calls the module's handler for `event` with an encoded request and
     /// returns the encoded response (empty for an empty response).
+    ///
+    /// The module runs while the returned future is polled, on the thread
+    /// that polls it, yielding at every epoch tick. A call waits for the
+    /// plugin's earlier calls; its `timeout` counts from when it starts to
+    /// run. Dropping the future before it finished cancels the call and
+    /// throws the instance away, as a timeout does.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use nri_wasm::{WasmEvent, WasmOptions, WasmPlugin};
+    ///
+    /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+    /// let options = WasmOptions::default();
+    /// let plugin = tokio::task::spawn_blocking(move || {
+    ///     WasmPlugin::load("/opt/nri/plugins/10-logger".as_ref(), "10-logger", &options)
+    /// })
+    /// .await??;
+    /// let reply = plugin
+    ///     .call(WasmEvent::Synchronize, Vec::new(), Duration::from_secs(2))
+    ///     .await?;
+    /// # let _ = reply; Ok(()) }
+    /// ```
     pub async fn call(
         &self,
         event: WasmEvent,
         request: Vec<u8>,
         timeout: Duration,
     ) -> Result<Vec<u8>, WasmError> {
-        let (reply, rx) = tokio::sync::oneshot::channel();
-        self.send(event, request, timeout, reply)?;
-        rx.await.map_err(|_| self.closed())?
+        let mut worker = self.worker.lock().await;
+        worker.handle(event, request, timeout).await
     }
 
-    /// As [`call`](Self::call), blocking the calling thread. Must not be
-    /// called from async code.
+    /// As [`call`](Self::call), blocking the calling thread until the call
+    /// finished. The call runs on a Tokio runtime of its own (on a
+    /// short-lived thread if this thread is one of a Tokio runtime's). Do
+    /// not use it from async code, where it would block an executor thread:
+    /// await [`call`](Self::call) instead.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use nri_wasm::{WasmEvent, WasmOptions, WasmPlugin};
+    ///
+    /// let plugin = WasmPlugin::load("/opt/nri/plugins/10-logger".as_ref(), "10-logger",
+    ///     &WasmOptions::default())?;
+    /// let reply = plugin.call_blocking(WasmEvent::Synchronize, Vec::new(), Duration::from_secs(2))?;
+    /// # let _ = reply;
+    /// # Ok::<(), nri_wasm::WasmError>(())
+    /// ```
     pub fn call_blocking(
         &self,
         event: WasmEvent,
         request: Vec<u8>,
         timeout: Duration,
     ) -> Result<Vec<u8>, WasmError> {
-        let (reply, rx) = tokio::sync::oneshot::channel();
-        self.send(event, request, timeout, reply)?;
-        rx.blocking_recv().map_err(|_| self.closed())?
+        block_on(&self.name, || self.call(event, request, timeout))?
     }
+}
 
-    fn send(
-        &self,
-        event: WasmEvent,
-        request: Vec<u8>,
-        timeout: Duration,
-        reply: tokio::sync::oneshot::Sender<Result<Vec<u8>, WasmError>>,
-    ) -> Result<(), WasmError> {
-        self.jobs
-            .send(Job {
-                event,
-                request,
-                timeout,
-                reply,
-            })
-            .map_err(|_| self.closed())
+thread_local! {
+    /// The runtime [`block_on`] runs futures on, one per thread.
+    static RUNTIME: OnceCell<tokio::runtime::Runtime> = const { OnceCell::new() };
+}
+
+/// Runs the future `make` returns to completion on a current-thread Tokio
+/// runtime (time driver on, for the call's timeout and the module's WASI
+/// sleeps), blocking this thread. A thread that is already in a Tokio
+/// runtime's context (an executor thread, or a `spawn_blocking` closure)
+/// cannot start another runtime: the future then runs on a short-lived
+/// thread of its own.
+fn block_on<F>(plugin: &str, make: impl FnOnce() -> F + Send) -> Result<F::Output, WasmError>
+where
+    F: Future,
+    F::Output: Send,
+{
+    let setup = |e: std::io::Error| {
+        WasmError::Engine(format!(
+            "cannot run WASM plugin {plugin} in a blocking call: {e}"
+        ))
+    };
+    if tokio::runtime::Handle::try_current().is_err() {
+        return run_here(make).map_err(setup);
     }
-
-    fn closed(&self) -> WasmError {
-        WasmError::Closed {
-            plugin: self.name.to_string(),
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name("nri-wasm-block-on".into())
+            .spawn_scoped(scope, || run_here(make))
+            .map_err(setup)?;
+        match thread.join() {
+            Ok(result) => result.map_err(setup),
+            Err(panic) => std::panic::resume_unwind(panic),
         }
-    }
+    })
+}
+
+fn run_here<F: Future>(make: impl FnOnce() -> F) -> std::io::Result<F::Output> {
+    RUNTIME.with(|cell| {
+        let runtime = match cell.get() {
+            Some(runtime) => runtime,
+            None => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()?;
+                cell.get_or_init(|| runtime)
+            }
+        };
+        Ok(runtime.block_on(make()))
+    })
 }
 
 /// What the store of an instance holds.
@@ -272,7 +337,7 @@ impl Loader {
             message: format!("{e:#}"),
         };
         let mut linker = Linker::new(&shared.engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |h: &mut Host| &mut h.wasi)
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |h: &mut Host| &mut h.wasi)
             .map_err(fail)?;
         linker.func_wrap("env", "log", host_log).map_err(fail)?;
         Ok(Loader {
@@ -290,7 +355,7 @@ impl Loader {
 
     /// A fresh instance, initialized, with its API version and exports
     /// checked.
-    fn instantiate(&self) -> Result<Live, WasmError> {
+    async fn instantiate(&self) -> Result<Live, WasmError> {
         // As the reference: no arguments, no environment, no files, no
         // standard input or output. Standard error is kept (bounded) to
         // explain failures.
@@ -310,16 +375,36 @@ impl Loader {
             },
         );
         store.limiter(|h| &mut h.limits);
+        // At every epoch tick: back to the executor, or, past the call's
+        // deadline, a trap.
         store.epoch_deadline_callback(|ctx| {
             if Instant::now() >= ctx.data().deadline {
                 Err(wasmtime::Error::new(DeadlineExceeded))
             } else {
-                Ok(UpdateDeadline::Continue(1))
+                Ok(UpdateDeadline::Yield(1))
             }
         });
         store.set_epoch_deadline(1);
-        let deadline = store.data().deadline;
-        let _armed = self.shared.watchdog.arm(deadline);
+        let timeout = self.options.init_timeout;
+        let _running = self.shared.ticker.enter();
+        match tokio::time::timeout(timeout, self.initialize(store, stderr)).await {
+            Ok(result) => result,
+            // Waiting in a host call past the deadline: the instance is
+            // dropped with the future.
+            Err(_) => Err(WasmError::Timeout {
+                plugin: self.plugin(),
+                export: "_initialize",
+                timeout,
+            }),
+        }
+    }
+
+    /// Instantiates the module in `store` and checks the instance.
+    async fn initialize(
+        &self,
+        mut store: Store<Host>,
+        stderr: MemoryOutputPipe,
+    ) -> Result<Live, WasmError> {
         let timeout = self.options.init_timeout;
         let classify = |e: wasmtime::Error, export: &'static str, stderr: &MemoryOutputPipe| {
             if e.downcast_ref::<DeadlineExceeded>().is_some() {
@@ -343,13 +428,14 @@ impl Loader {
 
         let instance = self
             .linker
-            .instantiate(&mut store, &self.module)
+            .instantiate_async(&mut store, &self.module)
+            .await
             .map_err(|e| classify(e, "instantiation", &stderr))?;
         if let Some(init) = instance.get_func(&mut store, "_initialize") {
             let init = init
                 .typed::<(), ()>(&store)
                 .map_err(|e| self.signature("_initialize", e))?;
-            match init.call(&mut store, ()) {
+            match init.call_async(&mut store, ()).await {
                 Ok(()) => {}
                 // Exiting with 0 from the initialization is no error.
                 Err(e) if matches!(e.downcast_ref::<I32Exit>(), Some(I32Exit(0))) => {}
@@ -375,7 +461,8 @@ impl Loader {
         };
         let mut out = [result];
         version
-            .call(&mut store, &[], &mut out)
+            .call_async(&mut store, &[], &mut out)
+            .await
             .map_err(|e| classify(e, "plugin_api_version", &stderr))?;
         let version = match out[0] {
             Val::I32(v) => u64::from(v as u32),
@@ -460,7 +547,31 @@ impl Live {
     /// buffer from the module's `malloc` (none for an empty request), the
     /// handler returns `pointer << 32 | size`, bit 31 of the size marks an
     /// error text, and both buffers are given back with `free`.
-    fn call(
+    ///
+    /// Bounded by `timeout`: the module traps at the first epoch tick past
+    /// it, and a call still waiting in a host call then is cancelled.
+    async fn call(
+        &mut self,
+        loader: &Loader,
+        event: WasmEvent,
+        request: &[u8],
+        timeout: Duration,
+    ) -> Result<Vec<u8>, WasmError> {
+        self.store.data_mut().deadline = Instant::now() + timeout;
+        self.store.set_epoch_deadline(1);
+        let _running = loader.shared.ticker.enter();
+        match tokio::time::timeout(timeout, self.exchange(loader, event, request, timeout)).await {
+            Ok(result) => result,
+            Err(_) => Err(WasmError::Timeout {
+                plugin: loader.plugin(),
+                export: event.export_name(),
+                timeout,
+            }),
+        }
+    }
+
+    /// The ABI of one call, see [`call`](Self::call).
+    async fn exchange(
         &mut self,
         loader: &Loader,
         event: WasmEvent,
@@ -468,10 +579,6 @@ impl Live {
         timeout: Duration,
     ) -> Result<Vec<u8>, WasmError> {
         let export = event.export_name();
-        let deadline = Instant::now() + timeout;
-        self.store.data_mut().deadline = deadline;
-        self.store.set_epoch_deadline(1);
-        let _armed = loader.shared.watchdog.arm(deadline);
         let trap = |e: wasmtime::Error, stderr: &MemoryOutputPipe| {
             if e.downcast_ref::<DeadlineExceeded>().is_some() {
                 return WasmError::Timeout {
@@ -507,7 +614,8 @@ impl Live {
         if len != 0 {
             ptr = self
                 .malloc
-                .call(&mut self.store, len)
+                .call_async(&mut self.store, len)
+                .await
                 .map_err(|e| trap(e, &self.stderr))?;
             if self
                 .memory
@@ -520,7 +628,8 @@ impl Live {
         }
 
         let packed = self.handlers[event.index()]
-            .call(&mut self.store, (ptr, len))
+            .call_async(&mut self.store, (ptr, len))
+            .await
             .map_err(|e| trap(e, &self.stderr))?;
         let res_ptr = (packed >> 32) as u32;
         let raw_size = packed as u32;
@@ -536,12 +645,14 @@ impl Live {
 
         if res_ptr != 0 {
             self.free
-                .call(&mut self.store, res_ptr)
+                .call_async(&mut self.store, res_ptr)
+                .await
                 .map_err(|e| trap(e, &self.stderr))?;
         }
         if ptr != 0 {
             self.free
-                .call(&mut self.store, ptr)
+                .call_async(&mut self.store, ptr)
+                .await
                 .map_err(|e| trap(e, &self.stderr))?;
         }
         if is_error {
@@ -553,9 +664,11 @@ impl Live {
     }
 }
 
-/// Runs the calls of one plugin, in order.
+/// The state behind a plugin's lock: its instance and what a replacement
+/// needs.
 struct Worker {
     loader: Loader,
+    /// `None` after the instance was thrown away, until the next call.
     live: Option<Live>,
     /// The last Configure request the plugin accepted, replayed into a
     /// replacement instance.
@@ -565,45 +678,68 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(mut self, jobs: mpsc::Receiver<Job>) {
-        while let Ok(job) = jobs.recv() {
-            let result = self.handle(job.event, &job.request, job.timeout);
-            if result.is_ok() && job.event == WasmEvent::Configure {
-                self.configured = Some(job.request);
-            }
-            // The caller may have given up waiting; nothing to do then.
-            let _ = job.reply.send(result);
-        }
-    }
-
-    fn handle(
+    async fn handle(
         &mut self,
         event: WasmEvent,
-        request: &[u8],
+        request: Vec<u8>,
         timeout: Duration,
     ) -> Result<Vec<u8>, WasmError> {
-        let live = match &mut self.live {
+        // Taken out for the call: if the caller drops the call midway, the
+        // instance goes with it.
+        let mut live = match self.live.take() {
             Some(live) => live,
             None => {
-                let mut live = self.loader.instantiate()?;
+                let mut live = self.loader.instantiate().await?;
                 tracing::info!(plugin = %self.loader.name, "replaced the WASM plugin instance");
                 if let Some(config) = self.configured.as_deref() {
                     if event != WasmEvent::Configure {
-                        live.call(&self.loader, WasmEvent::Configure, config, timeout)?;
+                        live.call(&self.loader, WasmEvent::Configure, config, timeout)
+                            .await?;
                     }
                 }
-                self.live.insert(live)
+                live
             }
         };
-        let result = live.call(&self.loader, event, request, timeout);
+        let mut unfinished = Unfinished {
+            plugin: &self.loader.name,
+            discarded: &self.discarded,
+            armed: true,
+        };
+        let result = live.call(&self.loader, event, &request, timeout).await;
         if let Err(e @ (WasmError::Timeout { .. } | WasmError::Trap { .. })) = &result {
             // A trapped or interrupted instance is in an unknown state.
             tracing::warn!(plugin = %self.loader.name, error = %e,
                 "discarding the WASM plugin instance");
-            self.live = None;
+            unfinished.armed = false;
+            drop(live);
             self.discarded.send_modify(|n| *n += 1);
+            return result;
+        }
+        unfinished.armed = false;
+        self.live = Some(live);
+        if result.is_ok() && event == WasmEvent::Configure {
+            self.configured = Some(request);
         }
         result
+    }
+}
+
+/// Counts the instance of a call as thrown away if the call is dropped
+/// before it finished (the caller gave up waiting): the module stopped
+/// somewhere in the middle of its handler.
+struct Unfinished<'a> {
+    plugin: &'a str,
+    discarded: &'a tokio::sync::watch::Sender<u64>,
+    armed: bool,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::warn!(plugin = %self.plugin,
+                "call dropped before it finished, discarding the WASM plugin instance");
+            self.discarded.send_modify(|n| *n += 1);
+        }
     }
 }
 

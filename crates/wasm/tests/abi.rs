@@ -371,6 +371,153 @@ fn infinite_loop_times_out() {
         .is_empty());
 }
 
+/// A module that spins forever does not keep a current-thread runtime from
+/// its other tasks: it yields at every epoch tick, an interval on the same
+/// thread keeps ticking, and the call ends with a timeout naming the
+/// plugin.
+#[test]
+fn spinning_module_does_not_block_the_runtime() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let create = r#"(loop $l (br $l)) (i64.const 0)"#;
+    let p = load(&module("i64.const 1", create, "")).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let counter = ticks.clone();
+        let ticking = tokio::spawn(async move {
+            let mut interval = tokio::time::interval(Duration::from_millis(10));
+            loop {
+                interval.tick().await;
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        // Let the interval start.
+        tokio::task::yield_now().await;
+        let before = ticks.load(Ordering::Relaxed);
+        let started = Instant::now();
+        let err = p
+            .call(
+                WasmEvent::CreateContainer,
+                b"x".to_vec(),
+                Duration::from_millis(400),
+            )
+            .await
+            .unwrap_err();
+        let took = started.elapsed();
+        let during = ticks.load(Ordering::Relaxed) - before;
+        ticking.abort();
+        assert!(err.is_timeout(), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "WASM plugin 10-test: plugin_create_container did not finish within 400ms"
+        );
+        assert!(
+            took >= Duration::from_millis(400) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+        // About 40 at 10 ms; a loaded machine delays some.
+        assert!(
+            during >= 10,
+            "the interval ticked {during} times in {took:?}"
+        );
+    });
+    // Usable again, on a new instance.
+    assert_eq!(p.discarded().borrow().to_owned(), 1);
+    assert!(p
+        .call_blocking(WasmEvent::StopContainer, Vec::new(), T)
+        .unwrap()
+        .is_empty());
+}
+
+/// A call dropped before it finished throws its instance away; the next
+/// call runs on a fresh one.
+#[tokio::test]
+async fn dropped_call_discards_the_instance() {
+    let create = format!(
+        r#"(if (i32.eq (i32.load8_u (local.get $ptr)) (i32.const 0x73)) (then (loop $l (br $l))))
+        {ECHO}"#
+    );
+    let p = load(&module("i64.const 1", &create, "")).unwrap();
+    let mut discarded = p.discarded();
+    let spin = p.call(WasmEvent::CreateContainer, b"spin".to_vec(), T);
+    assert!(tokio::time::timeout(Duration::from_millis(100), spin)
+        .await
+        .is_err());
+    assert!(discarded.has_changed().unwrap());
+    assert_eq!(*discarded.borrow_and_update(), 1);
+    let out = p
+        .call(WasmEvent::CreateContainer, b"echo".to_vec(), T)
+        .await
+        .unwrap();
+    assert_eq!(out, b"echo");
+}
+
+/// Calls made together run one after the other, in the order they were
+/// made, also while the first one is suspended at an epoch tick.
+#[tokio::test]
+async fn concurrent_calls_are_serialized() {
+    // Answers with a counter of the calls so far (one byte); a request
+    // starting with 'w' computes for a while first (many epoch ticks).
+    let create = r#"
+    (local $n i32)
+    (if (i32.eq (i32.load8_u (local.get $ptr)) (i32.const 0x77))
+      (then
+        (local.set $n (i32.const 200000000))
+        (loop $l
+          (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+          (br_if $l (local.get $n)))))
+    (global.set $count (i32.add (global.get $count) (i32.const 1)))
+    (i32.store8 (i32.const 0x100) (global.get $count))
+    (i64.or (i64.shl (i64.const 0x100) (i64.const 32)) (i64.const 1))"#;
+    let p = load(&module(
+        "i64.const 1",
+        create,
+        "(global $count (mut i32) (i32.const 0))",
+    ))
+    .unwrap();
+    let calls = (0..16).map(|i| {
+        let request = if i == 0 { b"w" } else { b"x" };
+        p.call(WasmEvent::CreateContainer, request.to_vec(), T)
+    });
+    let replies = join_calls(calls).await;
+    // Made in this order, served in this order.
+    let expected: Vec<u8> = (1..=16).collect();
+    assert_eq!(replies, expected);
+}
+
+/// Polls the futures together, returns their first reply bytes in order.
+async fn join_calls<F>(calls: impl Iterator<Item = F>) -> Vec<u8>
+where
+    F: std::future::Future<Output = Result<Vec<u8>, WasmError>>,
+{
+    let mut set: Vec<_> = calls.map(Box::pin).collect();
+    let mut out = vec![None; set.len()];
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, call) in set.iter_mut().enumerate() {
+            if out[i].is_some() {
+                continue;
+            }
+            match call.as_mut().poll(cx) {
+                std::task::Poll::Ready(reply) => out[i] = Some(reply.unwrap()[0]),
+                std::task::Poll::Pending => pending = true,
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
 #[test]
 fn infinite_loop_in_initialize_times_out() {
     let bytes =
@@ -431,7 +578,7 @@ fn host_log_reads_the_request() {
 }
 
 #[test]
-fn dropping_the_plugin_ends_its_thread() {
+fn name_and_drop() {
     let p = load(&module("i64.const 1", ECHO, "")).unwrap();
     assert_eq!(p.name(), "10-test");
     drop(p);
@@ -490,6 +637,11 @@ fn load_module_from_env() {
     };
     p.call_blocking(WasmEvent::Configure, configure.encode_to_vec(), T)
         .unwrap();
+    // The calls as the adaptation makes them: awaited on a runtime thread.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
     let mut samples = Vec::new();
     for i in 0..2200 {
         let id = format!("ctr{i}");
@@ -510,8 +662,9 @@ fn load_module_from_env() {
                 ..Default::default()
             }),
         };
+        let req = req.encode_to_vec();
         let started = Instant::now();
-        p.call_blocking(WasmEvent::CreateContainer, req.encode_to_vec(), T)
+        rt.block_on(p.call(WasmEvent::CreateContainer, req, T))
             .unwrap();
         if i >= 200 {
             samples.push(started.elapsed());

@@ -1,6 +1,7 @@
 //! WebAssembly plugins from the plugin directory (feature `wasm`): the
-//! module runs in-process on a thread of its own (`nri-wasm`); requests and
-//! replies are the protobuf messages of the other plugin kinds.
+//! module runs in-process (`nri-wasm`), on the task that makes the call;
+//! requests and replies are the protobuf messages of the other plugin
+//! kinds.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -17,9 +18,10 @@ use crate::listener::OnePluginSync;
 use crate::plugin::{Backend, Plugin};
 
 /// How long past its timeout a call may take before the adaptation stops
-/// waiting. The engine interrupts the module at the timeout; only a module
-/// blocked inside a host call (a WASI sleep) can overrun it, and then its
-/// thread stays busy until the host call returns.
+/// waiting. `nri-wasm` ends the module's part of a call at the timeout
+/// (interrupted at the next epoch tick, or cancelled in a host call); the
+/// grace covers the wait for the plugin's earlier calls. Stopping to wait
+/// drops the call, which throws the instance away as a timeout does.
 const GRACE: Duration = Duration::from_secs(1);
 
 pub(crate) struct Wasm {
