@@ -70,7 +70,12 @@ type Export = nri_integration::otel::ExportHandle;
 #[cfg(not(feature = "otel"))]
 type Export = ();
 
-#[tokio::main]
+// One thread: a request, the plugin calls it makes and their replies are
+// handled where they arrive, without waking another worker thread (each
+// cross-thread wake-up costs tens to hundreds of microseconds on a busy or
+// virtualized machine, and a runtime command makes several). Blocking work
+// (the state file) runs on tokio's blocking threads.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let path = match parse_args() {
         Ok(p) => p,
