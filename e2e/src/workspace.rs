@@ -32,6 +32,20 @@ pub fn target_and_profile() -> (PathBuf, String) {
     (target, profile)
 }
 
+/// `cargo <subcommand> -p <package>` for the running test's target
+/// directory and profile; with them.
+fn cargo(subcommand: &str, package: &str) -> (Command, PathBuf, String) {
+    let (target, profile) = target_and_profile();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(root())
+        .env("CARGO_TARGET_DIR", &target)
+        .args([subcommand, "--quiet", "--locked", "-p", package]);
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    (cmd, target, profile)
+}
+
 /// Builds the binaries `bins` of package `package` and returns their paths,
 /// in the order given.
 ///
@@ -40,16 +54,9 @@ pub fn target_and_profile() -> (PathBuf, String) {
 /// assert!(bins[0].is_file());
 /// ```
 pub fn build_bins(package: &str, bins: &[&str]) -> Result<Vec<PathBuf>> {
-    let (target, profile) = target_and_profile();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(root())
-        .env("CARGO_TARGET_DIR", &target)
-        .args(["build", "--quiet", "--locked", "-p", package]);
+    let (mut cmd, target, profile) = cargo("build", package);
     for bin in bins {
         cmd.args(["--bin", bin]);
-    }
-    if profile == "release" {
-        cmd.arg("--release");
     }
     run(&mut cmd)?;
     Ok(bins.iter().map(|b| target.join(&profile).join(b)).collect())
@@ -66,15 +73,8 @@ pub fn build_bins(package: &str, bins: &[&str]) -> Result<Vec<PathBuf>> {
 /// assert!(runc.is_file());
 /// ```
 pub fn build_static_bin(package: &str, bin: &str) -> Result<PathBuf> {
-    let (target, profile) = target_and_profile();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(root())
-        .env("CARGO_TARGET_DIR", &target)
-        .args(["rustc", "--quiet", "--locked", "-p", package, "--bin", bin]);
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    cmd.args(["--", "-C", "target-feature=+crt-static"]);
+    let (mut cmd, target, profile) = cargo("rustc", package);
+    cmd.args(["--bin", bin, "--", "-C", "target-feature=+crt-static"]);
     run(&mut cmd)?;
     let built = target.join(&profile).join(bin);
     let dir = target.join(&profile).join("static");

@@ -386,16 +386,31 @@ impl Loader {
         });
         store.set_epoch_deadline(1);
         let timeout = self.options.init_timeout;
+        self.bounded("_initialize", timeout, self.initialize(store, stderr))
+            .await
+    }
+
+    /// Runs `work` (a call of `export`) with the epoch ticker running and
+    /// at most `timeout`: a guest still waiting in a host call past the
+    /// deadline is dropped with the future.
+    async fn bounded<T>(
+        &self,
+        export: &'static str,
+        timeout: Duration,
+        work: impl Future<Output = Result<T, WasmError>>,
+    ) -> Result<T, WasmError> {
         let _running = self.shared.ticker.enter();
-        match tokio::time::timeout(timeout, self.initialize(store, stderr)).await {
-            Ok(result) => result,
-            // Waiting in a host call past the deadline: the instance is
-            // dropped with the future.
-            Err(_) => Err(WasmError::Timeout {
-                plugin: self.plugin(),
-                export: "_initialize",
-                timeout,
-            }),
+        tokio::time::timeout(timeout, work)
+            .await
+            .unwrap_or_else(|_| Err(self.timed_out(export, timeout)))
+    }
+
+    /// The error of a call of `export` that ran past `timeout`.
+    fn timed_out(&self, export: &'static str, timeout: Duration) -> WasmError {
+        WasmError::Timeout {
+            plugin: self.plugin(),
+            export,
+            timeout,
         }
     }
 
@@ -408,11 +423,7 @@ impl Loader {
         let timeout = self.options.init_timeout;
         let classify = |e: wasmtime::Error, export: &'static str, stderr: &MemoryOutputPipe| {
             if e.downcast_ref::<DeadlineExceeded>().is_some() {
-                return WasmError::Timeout {
-                    plugin: self.plugin(),
-                    export,
-                    timeout,
-                };
+                return self.timed_out(export, timeout);
             }
             if let Some(exit) = e.downcast_ref::<I32Exit>() {
                 return WasmError::ExitCode {
@@ -559,15 +570,8 @@ impl Live {
     ) -> Result<Vec<u8>, WasmError> {
         self.store.data_mut().deadline = Instant::now() + timeout;
         self.store.set_epoch_deadline(1);
-        let _running = loader.shared.ticker.enter();
-        match tokio::time::timeout(timeout, self.exchange(loader, event, request, timeout)).await {
-            Ok(result) => result,
-            Err(_) => Err(WasmError::Timeout {
-                plugin: loader.plugin(),
-                export: event.export_name(),
-                timeout,
-            }),
-        }
+        let work = self.exchange(loader, event, request, timeout);
+        loader.bounded(event.export_name(), timeout, work).await
     }
 
     /// The ABI of one call, see [`call`](Self::call).
@@ -581,11 +585,7 @@ impl Live {
         let export = event.export_name();
         let trap = |e: wasmtime::Error, stderr: &MemoryOutputPipe| {
             if e.downcast_ref::<DeadlineExceeded>().is_some() {
-                return WasmError::Timeout {
-                    plugin: loader.plugin(),
-                    export,
-                    timeout,
-                };
+                return loader.timed_out(export, timeout);
             }
             let message = match e.downcast_ref::<I32Exit>() {
                 Some(exit) => format!("plugin exited with exit_code({})", exit.0),

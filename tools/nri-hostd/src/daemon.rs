@@ -327,8 +327,8 @@ impl Hostd {
     /// Handles one request of the wrapper, after the lifecycle events of
     /// every request that came before it.
     pub async fn handle(self: &Arc<Self>, req: Request) -> Response {
-        let ops = self.ops.clone().lock_owned().await;
-        self.handle_in_turn(req, ops).await
+        let turn = self.turn().await;
+        self.handle_in_turn(req, turn).await
     }
 
     /// Takes the turn for lifecycle events: the requests' events run in the

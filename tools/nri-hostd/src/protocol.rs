@@ -279,15 +279,21 @@ pub fn call(
     request: &Request,
     timeout: Duration,
 ) -> Result<Response, ProtocolError> {
+    let mut stream = send(socket, request, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    let payload = read_frame(&mut stream)?;
+    decode(&payload)
+}
+
+/// Connects to `socket` and writes `request`, at most `timeout` for each.
+fn send(socket: &Path, request: &Request, timeout: Duration) -> Result<UnixStream, ProtocolError> {
     let mut stream = UnixStream::connect(socket).map_err(|source| ProtocolError::Unreachable {
         path: socket.display().to_string(),
         source,
     })?;
-    stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     stream.write_all(&encode(request)?)?;
-    let payload = read_frame(&mut stream)?;
-    decode(&payload)
+    Ok(stream)
 }
 
 /// Sends `request` to the daemon at `socket` without waiting for the
@@ -305,13 +311,7 @@ pub fn call(
 /// }
 /// ```
 pub fn notify(socket: &Path, request: &Request, timeout: Duration) -> Result<(), ProtocolError> {
-    let mut stream = UnixStream::connect(socket).map_err(|source| ProtocolError::Unreachable {
-        path: socket.display().to_string(),
-        source,
-    })?;
-    stream.set_write_timeout(Some(timeout))?;
-    stream.write_all(&encode(request)?)?;
-    Ok(())
+    send(socket, request, timeout).map(drop)
 }
 
 #[cfg(test)]

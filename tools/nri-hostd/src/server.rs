@@ -137,21 +137,18 @@ async fn connection(
         }
     };
     let request = decode::<Request>(&payload);
+    let notification = request.as_ref().is_ok_and(Request::is_notification);
     ticket.wait().await;
-    let (response, notification) = match request {
+    let response = match request {
         Ok(req) => {
             tracing::debug!(?req, "request");
             let turn = hostd.turn().await;
             drop(ticket);
-            let notification = req.is_notification();
-            (hostd.handle_in_turn(req, turn).await, notification)
+            hostd.handle_in_turn(req, turn).await
         }
-        Err(e) => (
-            Response::Error {
-                message: format!("malformed request: {e}"),
-            },
-            false,
-        ),
+        Err(e) => Response::Error {
+            message: format!("malformed request: {e}"),
+        },
     };
     match write_frame_async(&mut stream, &response).await {
         // The wrapper does not wait for the answer to a notification.
