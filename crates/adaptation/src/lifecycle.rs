@@ -179,10 +179,13 @@ impl Adaptation {
                 .iter()
                 .any(|p| !p.is_closed() && p.subscribed(Event::ValidateContainerAdjustment));
             // The container as the runtime sent it (normalized), for validators.
-            let mut validate = has_validators.then(|| ValidateContainerAdjustmentRequest {
-                pod: result.request().pod.clone(),
-                container: result.request().container.clone(),
-                ..Default::default()
+            // Boxed: a large message, kept across every plugin's call.
+            let mut validate = has_validators.then(|| {
+                Box::new(ValidateContainerAdjustmentRequest {
+                    pod: result.request().pod.clone(),
+                    container: result.request().container.clone(),
+                    ..Default::default()
+                })
             });
 
             for p in &plugins {
@@ -223,7 +226,7 @@ impl Adaptation {
                     v.adjust = outcome.response.adjust.clone();
                     v.update = outcome.response.update.clone();
                     v.owners = Some(outcome.owners.into_proto());
-                    crate::validate::validate(validators, v, &trace).await?;
+                    crate::validate::validate(validators, Arc::from(v), &trace).await?;
                 }
             }
             Ok(outcome.response)

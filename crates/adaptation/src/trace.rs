@@ -78,9 +78,13 @@ pub(crate) fn request_span(
     )
 }
 
-/// Runs one plugin call (`fut`) in its `nri.plugin_call` span, a child of
-/// the runtime request `request`; remote calls made by `fut` send the
-/// call's context.
+/// Runs one plugin call (the future `make` returns) in its
+/// `nri.plugin_call` span, a child of the runtime request `request`; remote
+/// calls made by it send the call's context.
+///
+/// The call's future is made here rather than passed in: an `async fn`
+/// keeps a future argument beside the one it awaits, which would double
+/// the size of every plugin call's state.
 ///
 /// A call that belongs to no runtime request (`None`: Configure,
 /// Synchronize, Shutdown, events replayed to a synchronizing plugin) is a
@@ -88,12 +92,12 @@ pub(crate) fn request_span(
 /// [`with_trace_parent`] if any, otherwise the root of a new trace (empty
 /// `parent_span_id`). Every span's parent is thus a span that is emitted
 /// too, or the runtime's own.
-pub(crate) async fn plugin_call<T>(
+pub(crate) async fn plugin_call<T, F: Future<Output = T>>(
     plugin: &str,
     event: &str,
     subject: &(dyn Subject + Sync),
     request: Option<&TraceContext>,
-    fut: impl Future<Output = T>,
+    make: impl FnOnce() -> F,
     outcome: impl FnOnce(&T) -> &'static str,
 ) -> T {
     let (call, parent) = match request {
@@ -114,7 +118,7 @@ pub(crate) async fn plugin_call<T>(
         parent_span_id = %parent.as_deref().unwrap_or_default(),
         outcome = tracing::field::Empty,
     );
-    let result = tracing::Instrument::instrument(CALL.scope(call, fut), span.clone()).await;
+    let result = tracing::Instrument::instrument(CALL.scope(call, make()), span.clone()).await;
     span.record("outcome", outcome(&result));
     result
 }

@@ -16,29 +16,41 @@ use crate::trace::TraceContext;
 /// validator in plugin order (decision [16]).
 pub(crate) async fn validate(
     validators: Vec<Arc<Plugin>>,
-    req: ValidateContainerAdjustmentRequest,
+    req: Arc<ValidateContainerAdjustmentRequest>,
     trace: &TraceContext,
 ) -> Result<(), Error> {
-    let req = Arc::new(req);
-    let tasks: Vec<_> = validators
-        .into_iter()
-        .map(|p| {
-            let req = req.clone();
-            let trace = trace.clone();
-            let task = tokio::spawn({
-                let p = p.clone();
-                async move { p.call_event(&*req, Some(&trace)).await }
-            });
-            (p, task)
-        })
-        .collect();
+    // One validator (the common case) runs on this task; several run as
+    // tasks of their own, so that in-process (WebAssembly) validators can
+    // use other worker threads.
+    let outcomes: Vec<(Arc<Plugin>, Result<_, PluginError>)> = if let [p] = &validators[..] {
+        let outcome = p.call_event(&*req, Some(trace)).await;
+        vec![(p.clone(), outcome)]
+    } else {
+        let tasks: Vec<_> = validators
+            .into_iter()
+            .map(|p| {
+                let req = req.clone();
+                let trace = trace.clone();
+                let task = tokio::spawn({
+                    let p = p.clone();
+                    async move { p.call_event(&*req, Some(&trace)).await }
+                });
+                (p, task)
+            })
+            .collect();
+        let mut outcomes = Vec::with_capacity(tasks.len());
+        for (p, task) in tasks {
+            let outcome = match task.await {
+                Ok(r) => r,
+                Err(e) => Err(PluginError::Builtin(Box::new(e))),
+            };
+            outcomes.push((p, outcome));
+        }
+        outcomes
+    };
 
     let mut first = None;
-    for (p, task) in tasks {
-        let outcome = match task.await {
-            Ok(r) => r,
-            Err(e) => Err(PluginError::Builtin(Box::new(e))),
-        };
+    for (p, outcome) in outcomes {
         let error = match outcome {
             Ok(None) => None,
             Ok(Some(reply)) if reply.reject => Some(Error::ValidationRejected {

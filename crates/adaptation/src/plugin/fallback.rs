@@ -19,7 +19,7 @@ impl Plugin {
     ) -> Result<R::Response, PluginError> {
         let event = req.state_change();
         let timeout = self.request_timeout();
-        self.measured(R::METHOD, async {
+        self.measured(R::METHOD, || async {
             remote
                 .call::<_, StateChangeResponse>(
                     nri_api::service::plugin::STATE_CHANGE,

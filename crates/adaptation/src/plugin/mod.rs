@@ -258,7 +258,7 @@ impl Plugin {
             nri_api::service::plugin::SHUTDOWN,
             &crate::trace::NoSubject,
             None,
-            call,
+            || call,
             crate::trace::outcome,
         )
         .await;
@@ -319,7 +319,7 @@ impl Plugin {
             nri_api::service::plugin::CONFIGURE,
             &crate::trace::NoSubject,
             None,
-            call,
+            || call,
             crate::trace::outcome,
         )
         .await;
@@ -380,7 +380,7 @@ impl Plugin {
             R::METHOD,
             req,
             trace,
-            self.call_subscribed(req),
+            || self.call_subscribed(req),
             |result| match result {
                 Ok(Some(_)) => "ok",
                 Ok(None) => "unimplemented",
@@ -395,7 +395,7 @@ impl Plugin {
         let timeout = self.request_timeout();
         let result = match &self.backend {
             Backend::Builtin(b) => {
-                self.measured(R::METHOD, async {
+                self.measured(R::METHOD, || async {
                     match tokio::time::timeout(timeout, R::builtin(b.as_ref(), req)).await {
                         Ok(Ok(reply)) => Ok(reply),
                         Ok(Err(e)) => Err(PluginError::Builtin(e)),
@@ -406,9 +406,9 @@ impl Plugin {
             }
             Backend::Remote(r) => {
                 if R::LEGACY && self.legacy.load(Ordering::Relaxed) {
-                    return self.state_change(r, req).await.map(Some);
+                    return Box::pin(self.state_change(r, req)).await.map(Some);
                 }
-                self.measured(R::METHOD, async {
+                self.measured(R::METHOD, || async {
                     r.call(R::METHOD, req, timeout)
                         .await
                         .map_err(PluginError::from)
@@ -417,8 +417,12 @@ impl Plugin {
             }
             #[cfg(feature = "wasm")]
             Backend::Wasm(w) => {
-                self.measured(R::METHOD, w.call(wasm::handler(event), req, timeout))
-                    .await
+                // Boxed: the module call's state is large, and would
+                // otherwise be part of every plugin call's, remote ones too.
+                self.measured(R::METHOD, || {
+                    Box::pin(w.call(wasm::handler(event), req, timeout))
+                })
+                .await
             }
         };
         match result {
@@ -428,7 +432,7 @@ impl Plugin {
                     self.legacy.store(true, Ordering::Relaxed);
                     tracing::info!(plugin = %self.name, event = R::METHOD,
                         "plugin lacks the dedicated RPC, falling back to StateChange");
-                    self.state_change(r, req).await.map(Some)
+                    Box::pin(self.state_change(r, req)).await.map(Some)
                 }
                 _ if self.may_skip_unimplemented(event) => {
                     self.unsubscribe(event);
@@ -455,13 +459,13 @@ impl Plugin {
     }
 
     /// Runs one call, recording invocation and latency.
-    async fn measured<T>(
+    async fn measured<T, F: std::future::Future<Output = Result<T, PluginError>>>(
         &self,
         operation: &str,
-        call: impl std::future::Future<Output = Result<T, PluginError>>,
+        make: impl FnOnce() -> F,
     ) -> Result<T, PluginError> {
         let start = Instant::now();
-        let result = call.await;
+        let result = make().await;
         let metrics = &self.settings.metrics;
         metrics.record_plugin_latency(&self.name, operation, start.elapsed());
         let err = result.as_ref().err();

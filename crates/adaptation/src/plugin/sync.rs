@@ -125,7 +125,7 @@ impl Plugin {
                 };
                 let timeout = self.request_timeout();
                 messages = 1;
-                self.measured(method::SYNCHRONIZE, async {
+                self.measured(method::SYNCHRONIZE, || async {
                     match tokio::time::timeout(timeout, b.synchronize(&req)).await {
                         Ok(Ok(r)) => Ok(r),
                         Ok(Err(e)) => Err(PluginError::Builtin(e)),
@@ -145,7 +145,7 @@ impl Plugin {
                     method::SYNCHRONIZE,
                     &crate::trace::NoSubject,
                     None,
-                    self.synchronize_split(pods, containers, &mut messages),
+                    || self.synchronize_split(pods, containers, &mut messages),
                     |result| match result {
                         Ok(_) => "ok",
                         Err(Error::Synchronize(e)) => crate::trace::error_outcome(e),
@@ -164,14 +164,13 @@ impl Plugin {
                 };
                 let timeout = self.request_timeout();
                 messages = 1;
-                self.measured(
-                    method::SYNCHRONIZE,
-                    w.call::<_, SynchronizeResponse>(
+                self.measured(method::SYNCHRONIZE, || {
+                    Box::pin(w.call::<_, SynchronizeResponse>(
                         nri_wasm::WasmEvent::Synchronize,
                         &req,
                         timeout,
-                    ),
-                )
+                    ))
+                })
                 .await
                 .map(|r| {
                     self.record_adjustments(method::SYNCHRONIZE, None, &r.update, 0);
@@ -231,7 +230,7 @@ impl Plugin {
             }
             *messages += 1;
             let reply = self
-                .measured(method::SYNCHRONIZE, async {
+                .measured(method::SYNCHRONIZE, || async {
                     remote
                         .call::<_, SynchronizeResponse>(method::SYNCHRONIZE, &req, remaining)
                         .await
