@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::code::Code;
 use crate::error::Error;
-use crate::frame::{self, FrameReader, Inbound, MAX_MESSAGE_LEN, MESSAGE_TYPE_REQUEST};
+use crate::frame::{self, FrameReader, Inbound, MAX_MESSAGE_LEN};
 use crate::proto;
 use crate::status::Status;
 
@@ -259,23 +259,44 @@ impl Client {
         K: AsRef<str>,
         V: AsRef<str>,
     {
+        let reply = self
+            .round_trip(service, method, &payload[..], timeout, metadata)
+            .await?;
+        Ok(Vec::from(reply))
+    }
+
+    /// Sends one request whose payload is `payload` and returns the
+    /// response's payload, sharing the buffer the response frame was read
+    /// into.
+    async fn round_trip<K, V>(
+        &self,
+        service: &str,
+        method: &str,
+        payload: &(impl frame::Payload + ?Sized),
+        timeout: Option<Duration>,
+        metadata: &[(K, V)],
+    ) -> Result<Bytes, Error>
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
         let shared = &*self.handle.shared;
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let request = proto::Request {
-            service: service.to_owned(),
-            method: method.to_owned(),
+        let metadata: Vec<proto::KeyValue> = metadata
+            .iter()
+            .map(|(k, v)| proto::KeyValue {
+                key: k.as_ref().to_ascii_lowercase(),
+                value: v.as_ref().to_owned(),
+            })
+            .collect();
+        let frame = frame::encode_request_frame(
+            service,
+            method,
             payload,
-            timeout_nano: timeout.map(timeout_nano).unwrap_or(0),
-            metadata: metadata
-                .iter()
-                .map(|(k, v)| proto::KeyValue {
-                    key: k.as_ref().to_ascii_lowercase(),
-                    value: v.as_ref().to_owned(),
-                })
-                .collect(),
-        };
-        let frame = frame::encode_frame(0, MESSAGE_TYPE_REQUEST, 0, &request)?;
-        drop(request);
+            timeout.map(timeout_nano).unwrap_or(0),
+            &metadata,
+        )?;
+        drop(metadata);
 
         let (tx, rx) = oneshot::channel();
         let id = shared.start_call(frame, tx)?;
@@ -293,7 +314,7 @@ impl Client {
             None => rx.await,
         };
         let bytes = reply.map_err(|_| Error::Closed)??;
-        let response = proto::Response::decode(bytes)
+        let response = proto::ResponseIn::decode(bytes)
             .map_err(|e| Error::Protocol(format!("invalid response envelope: {e}")))?;
         match response.status {
             Some(st) if st.code != i32::from(Code::Ok) => Err(Error::Status(Status::from(st))),
@@ -347,11 +368,10 @@ impl Client {
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        let payload = request.encode_to_vec();
         let reply = self
-            .call_with_metadata(service, method, payload, timeout, metadata)
+            .round_trip(service, method, &frame::InPlace(request), timeout, metadata)
             .await?;
-        Resp::decode(reply.as_slice())
+        Resp::decode(reply)
             .map_err(|e| Error::Protocol(format!("invalid {service}/{method} response: {e}")))
     }
 

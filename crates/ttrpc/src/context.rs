@@ -36,7 +36,7 @@ pub struct RequestContext {
 
 impl RequestContext {
     /// Builds the context for a decoded request received at `now`.
-    pub(crate) fn from_request(req: &mut proto::Request, now: Instant) -> Self {
+    pub(crate) fn from_request(req: &mut proto::RequestIn, now: Instant) -> Self {
         let deadline = match req.timeout_nano {
             0 => None,
             n if n < 0 => Some(now),
@@ -72,11 +72,11 @@ impl RequestContext {
 mod tests {
     use super::*;
 
-    fn request(timeout_nano: i64) -> proto::Request {
-        proto::Request {
+    fn request(timeout_nano: i64) -> proto::RequestIn {
+        proto::RequestIn {
             service: "s".into(),
             method: "m".into(),
-            payload: Vec::new(),
+            payload: Default::default(),
             timeout_nano,
             metadata: vec![proto::KeyValue {
                 key: "a".into(),

@@ -125,6 +125,152 @@ pub(crate) fn encode_frame(
     Ok(buf)
 }
 
+/// The payload field of an envelope being encoded into a frame: a message
+/// encoded in place (no intermediate buffer), or bytes already encoded.
+pub(crate) trait Payload {
+    /// Encoded length in bytes.
+    fn encoded_len(&self) -> usize;
+    /// Appends the encoding (`encoded_len` bytes) to `buf`.
+    fn put(&self, buf: &mut Vec<u8>) -> Result<(), Error>;
+}
+
+/// A message as a [`Payload`].
+pub(crate) struct InPlace<'a, M>(pub(crate) &'a M);
+
+impl<M: prost::Message> Payload for InPlace<'_, M> {
+    fn encoded_len(&self) -> usize {
+        self.0.encoded_len()
+    }
+    fn put(&self, buf: &mut Vec<u8>) -> Result<(), Error> {
+        self.0
+            .encode(buf)
+            .map_err(|e| Error::Protocol(format!("encoding message: {e}")))
+    }
+}
+
+impl Payload for [u8] {
+    fn encoded_len(&self) -> usize {
+        self.len()
+    }
+    fn put(&self, buf: &mut Vec<u8>) -> Result<(), Error> {
+        buf.extend_from_slice(self);
+        Ok(())
+    }
+}
+
+/// Length of a length-delimited field (`bytes`, `string`, message) of
+/// `len` bytes; proto3 leaves an empty one out.
+fn delimited_len(tag: u32, len: usize) -> usize {
+    use prost::encoding::{encoded_len_varint, key_len};
+    if len == 0 {
+        0
+    } else {
+        key_len(tag) + encoded_len_varint(len as u64) + len
+    }
+}
+
+/// Key and length of a length-delimited field, unless it is empty.
+fn put_delimited_head(tag: u32, len: usize, buf: &mut Vec<u8>) {
+    use prost::encoding::{encode_key, encode_varint, WireType};
+    if len != 0 {
+        encode_key(tag, WireType::LengthDelimited, buf);
+        encode_varint(len as u64, buf);
+    }
+}
+
+/// Allocates a frame of `len` envelope bytes with its header written.
+fn start_frame(stream_id: u32, kind: u8, len: usize) -> Result<Vec<u8>, Error> {
+    if len > MAX_MESSAGE_LEN {
+        return Err(Error::Oversized {
+            len,
+            max: MAX_MESSAGE_LEN,
+        });
+    }
+    let length = u32::try_from(len).map_err(|_| Error::Oversized {
+        len,
+        max: MAX_MESSAGE_LEN,
+    })?;
+    let mut buf = Vec::with_capacity(HEADER_LEN + len);
+    let header = FrameHeader {
+        length,
+        stream_id,
+        kind,
+        flags: 0,
+    };
+    buf.extend_from_slice(&header.encode());
+    Ok(buf)
+}
+
+/// Checks that a frame holds exactly what its header announced.
+fn finish_frame(buf: Vec<u8>, len: usize) -> Result<Vec<u8>, Error> {
+    if buf.len() != HEADER_LEN + len {
+        return Err(Error::Protocol(format!(
+            "encoded {} envelope bytes, announced {len}",
+            buf.len().saturating_sub(HEADER_LEN)
+        )));
+    }
+    Ok(buf)
+}
+
+/// Encodes a request frame: the bytes [`encode_frame`] makes of a
+/// [`proto::Request`](crate::proto::Request) with these fields, but with
+/// the payload encoded straight into the frame.
+///
+/// Fails with [`Error::Oversized`] when the envelope exceeds
+/// [`MAX_MESSAGE_LEN`]; nothing is allocated for it in that case.
+pub(crate) fn encode_request_frame(
+    service: &str,
+    method: &str,
+    payload: &(impl Payload + ?Sized),
+    timeout_nano: i64,
+    metadata: &[crate::proto::KeyValue],
+) -> Result<Vec<u8>, Error> {
+    use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, message};
+    let payload_len = payload.encoded_len();
+    let timeout_len = if timeout_nano == 0 {
+        0
+    } else {
+        key_len(4) + encoded_len_varint(timeout_nano as u64)
+    };
+    let len = delimited_len(1, service.len())
+        + delimited_len(2, method.len())
+        + delimited_len(3, payload_len)
+        + timeout_len
+        + message::encoded_len_repeated(5, metadata);
+    let mut buf = start_frame(0, MESSAGE_TYPE_REQUEST, len)?;
+    put_delimited_head(1, service.len(), &mut buf);
+    buf.extend_from_slice(service.as_bytes());
+    put_delimited_head(2, method.len(), &mut buf);
+    buf.extend_from_slice(method.as_bytes());
+    put_delimited_head(3, payload_len, &mut buf);
+    if payload_len != 0 {
+        payload.put(&mut buf)?;
+    }
+    if timeout_nano != 0 {
+        encode_key(4, prost::encoding::WireType::Varint, &mut buf);
+        encode_varint(timeout_nano as u64, &mut buf);
+    }
+    message::encode_repeated(5, metadata, &mut buf);
+    finish_frame(buf, len)
+}
+
+/// Encodes the frame of a successful response: the bytes [`encode_frame`]
+/// makes of a [`proto::Response`](crate::proto::Response) without status,
+/// with the payload encoded straight into the frame.
+pub(crate) fn encode_ok_response_frame(
+    stream_id: u32,
+    payload: &(impl Payload + ?Sized),
+) -> Result<Vec<u8>, Error> {
+    let payload_len = payload.encoded_len();
+    let len = delimited_len(2, payload_len);
+    let mut buf = start_frame(stream_id, MESSAGE_TYPE_RESPONSE, len)?;
+    put_delimited_head(2, payload_len, &mut buf);
+    if payload_len != 0 {
+        payload.put(&mut buf)?;
+    }
+    finish_frame(buf, len)
+}
+
 /// Rewrites the stream id of a frame built by [`encode_frame`].
 pub(crate) fn set_stream_id(frame: &mut [u8], stream_id: u32) {
     if let Some(slot) = frame.get_mut(4..8) {
@@ -261,6 +407,110 @@ mod tests {
             flags: 0,
         }
         .encode()
+    }
+
+    /// The envelopes encoded in place are byte for byte what prost makes
+    /// of the envelope messages, for empty and set fields alike.
+    #[test]
+    fn in_place_envelopes_match_the_messages() {
+        use crate::proto::{KeyValue, Request, Response};
+        use prost::Message;
+        let inner = Request {
+            service: "inner".into(),
+            payload: vec![7; 300],
+            ..Default::default()
+        };
+        let metadata = vec![
+            KeyValue {
+                key: "traceparent".into(),
+                value: "00-abc".into(),
+            },
+            KeyValue {
+                key: "k".into(),
+                value: String::new(),
+            },
+        ];
+        // (service, method, payload, timeout_nano, metadata)
+        type Case<'a> = (&'a str, &'a str, Vec<u8>, i64, &'a [KeyValue]);
+        let cases: [Case; 5] = [
+            ("svc", "M", inner.encode_to_vec(), 1_000_000_000, &metadata),
+            ("", "", Vec::new(), 0, &[]),
+            (
+                "nri.pkg.api.v1alpha1.Plugin",
+                "Synchronize",
+                vec![1; 200_000],
+                -5,
+                &[],
+            ),
+            ("svc", "", Vec::new(), i64::MAX, &metadata[..1]),
+            ("", "M", vec![0], 0, &metadata),
+        ];
+        for (service, method, payload, timeout_nano, metadata) in cases {
+            let want = encode_frame(
+                0,
+                MESSAGE_TYPE_REQUEST,
+                0,
+                &Request {
+                    service: service.into(),
+                    method: method.into(),
+                    payload: payload.clone(),
+                    timeout_nano,
+                    metadata: metadata.to_vec(),
+                },
+            )
+            .unwrap();
+            let bytes = encode_request_frame(service, method, &payload[..], timeout_nano, metadata)
+                .unwrap();
+            assert_eq!(bytes, want, "request {service}/{method}, bytes");
+            let decoded = Request::decode(payload.as_slice()).ok();
+            if decoded
+                .as_ref()
+                .is_some_and(|d| d.encode_to_vec() == payload)
+            {
+                let msg = decoded.unwrap();
+                let in_place =
+                    encode_request_frame(service, method, &InPlace(&msg), timeout_nano, metadata)
+                        .unwrap();
+                assert_eq!(in_place, want, "request {service}/{method}, in place");
+            }
+
+            let want = encode_frame(
+                9,
+                MESSAGE_TYPE_RESPONSE,
+                0,
+                &Response {
+                    status: None,
+                    payload: payload.clone(),
+                },
+            )
+            .unwrap();
+            assert_eq!(encode_ok_response_frame(9, &payload[..]).unwrap(), want);
+        }
+        let in_place = encode_ok_response_frame(3, &InPlace(&inner)).unwrap();
+        let want = encode_frame(
+            3,
+            MESSAGE_TYPE_RESPONSE,
+            0,
+            &Response {
+                status: None,
+                payload: inner.encode_to_vec(),
+            },
+        )
+        .unwrap();
+        assert_eq!(in_place, want);
+    }
+
+    #[test]
+    fn in_place_envelopes_refuse_oversized() {
+        let big = vec![0u8; MAX_MESSAGE_LEN];
+        assert!(matches!(
+            encode_request_frame("s", "m", &big[..], 0, &[]),
+            Err(Error::Oversized { .. })
+        ));
+        assert!(matches!(
+            encode_ok_response_frame(1, &big[..]),
+            Err(Error::Oversized { .. })
+        ));
     }
 
     #[tokio::test]

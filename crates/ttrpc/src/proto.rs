@@ -44,6 +44,32 @@ pub struct Response {
     pub payload: Vec<u8>,
 }
 
+/// [`Request`] as a server decodes it: the payload shares the buffer of
+/// the frame it came in (no copy).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct RequestIn {
+    #[prost(string, tag = "1")]
+    pub service: String,
+    #[prost(string, tag = "2")]
+    pub method: String,
+    #[prost(bytes = "bytes", tag = "3")]
+    pub payload: bytes::Bytes,
+    #[prost(int64, tag = "4")]
+    pub timeout_nano: i64,
+    #[prost(message, repeated, tag = "5")]
+    pub metadata: Vec<KeyValue>,
+}
+
+/// [`Response`] as a client decodes it: the payload shares the buffer of
+/// the frame it came in (no copy).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ResponseIn {
+    #[prost(message, optional, tag = "1")]
+    pub status: Option<Status>,
+    #[prost(bytes = "bytes", tag = "2")]
+    pub payload: bytes::Bytes,
+}
+
 /// One metadata entry of a [`Request`].
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct KeyValue {

@@ -38,6 +38,19 @@ pub type Handler = Arc<
     dyn Fn(RequestContext, Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, Status>> + Send + Sync,
 >;
 
+/// What a handler answers: an encoded response message, or (typed
+/// handlers) the whole response frame with stream id 0, the message
+/// encoded straight into it.
+enum Answer {
+    Payload(Vec<u8>),
+    Frame(Vec<u8>),
+}
+
+/// A handler as the server stores it: the request payload shares the
+/// buffer its frame was read into.
+type Route =
+    Arc<dyn Fn(RequestContext, Bytes) -> BoxFuture<'static, Result<Answer, Status>> + Send + Sync>;
+
 /// A ttRPC server: a table of `(service, method)` handlers, served over any
 /// number of connections with [`Server::serve`].
 ///
@@ -97,7 +110,7 @@ pub type Handler = Arc<
 /// ```
 #[derive(Clone)]
 pub struct Server {
-    services: HashMap<String, HashMap<String, Handler>>,
+    services: HashMap<String, HashMap<String, Route>>,
     max_in_flight: usize,
 }
 
@@ -168,11 +181,22 @@ impl Server {
             + Sync
             + 'static,
     {
+        self.route(
+            service,
+            method,
+            Arc::new(move |ctx, payload: Bytes| {
+                let call = handler(ctx, Vec::from(payload));
+                Box::pin(async move { call.await.map(Answer::Payload) })
+            }),
+        );
+    }
+
+    fn route(&mut self, service: &str, method: &str, route: Route) {
         let replaced = self
             .services
             .entry(service.to_owned())
             .or_default()
-            .insert(method.to_owned(), Arc::new(handler));
+            .insert(method.to_owned(), route);
         if replaced.is_some() {
             tracing::debug!(service, method, "ttrpc server: handler replaced");
         }
@@ -192,16 +216,30 @@ impl Server {
         Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
     {
         let f = Arc::new(f);
-        self.register(service, method, move |ctx, payload: Vec<u8>| {
-            let f = f.clone();
-            Box::pin(async move {
-                let req = Req::decode(payload.as_slice()).map_err(|e| {
-                    Status::internal(format!("ttrpc: error unmarshalling payload: {e}"))
-                })?;
-                let resp = f(ctx, req).await?;
-                Ok(resp.encode_to_vec())
-            })
-        });
+        self.route(
+            service,
+            method,
+            Arc::new(move |ctx, payload: Bytes| {
+                let f = f.clone();
+                Box::pin(async move {
+                    let req = Req::decode(payload).map_err(|e| {
+                        Status::internal(format!("ttrpc: error unmarshalling payload: {e}"))
+                    })?;
+                    let resp = f(ctx, req).await?;
+                    match frame::encode_ok_response_frame(0, &frame::InPlace(&resp)) {
+                        Ok(frame) => Ok(Answer::Frame(frame)),
+                        Err(Error::Oversized { len, max }) => {
+                            tracing::warn!(len, max, "ttrpc server: response too large");
+                            Err(Status::new(
+                                Code::ResourceExhausted,
+                                frame::oversize_message(len, max),
+                            ))
+                        }
+                        Err(e) => Err(Status::internal(format!("encoding response: {e}"))),
+                    }
+                })
+            }),
+        );
     }
 
     /// Whether a handler is registered for `service`/`method`.
@@ -373,7 +411,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
         }
         self.last_stream_id = id;
 
-        let mut request = match proto::Request::decode(payload) {
+        let mut request = match proto::RequestIn::decode(payload) {
             Ok(request) => request,
             Err(e) => {
                 self.answer(
@@ -494,19 +532,23 @@ fn send_reply(outbound: &mpsc::UnboundedSender<Reply>, stream_id: u32, frame: Ve
 /// Encodes the response for `stream_id`. A response that would exceed the
 /// size limit is replaced by a `ResourceExhausted` status; `None` if even
 /// that cannot be encoded.
-fn encode_response(stream_id: u32, result: Result<Vec<u8>, Status>) -> Option<Vec<u8>> {
-    let response = match result {
-        // Go's ttRPC server leaves the status out of a successful response.
-        Ok(payload) => proto::Response {
-            status: None,
-            payload,
-        },
-        Err(status) => proto::Response {
-            status: Some(status.into()),
-            payload: Vec::new(),
-        },
+fn encode_response(stream_id: u32, result: Result<Answer, Status>) -> Option<Vec<u8>> {
+    // Go's ttRPC server leaves the status out of a successful response.
+    let encoded = match result {
+        Ok(Answer::Frame(mut frame)) => {
+            frame::set_stream_id(&mut frame, stream_id);
+            Ok(frame)
+        }
+        Ok(Answer::Payload(payload)) => frame::encode_ok_response_frame(stream_id, &payload[..]),
+        Err(status) => {
+            let response = proto::Response {
+                status: Some(status.into()),
+                payload: Vec::new(),
+            };
+            frame::encode_frame(stream_id, MESSAGE_TYPE_RESPONSE, 0, &response)
+        }
     };
-    let frame = match frame::encode_frame(stream_id, MESSAGE_TYPE_RESPONSE, 0, &response) {
+    let frame = match encoded {
         Ok(frame) => frame,
         Err(Error::Oversized { len, max }) => {
             tracing::warn!(stream_id, len, max, "ttrpc server: response too large");

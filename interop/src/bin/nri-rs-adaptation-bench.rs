@@ -104,6 +104,14 @@ struct Report {
     runtime_anon_kib: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     runtime_rss_after_kib: Option<u64>,
+    /// CPU time (user and system) of the runtime process per measured
+    /// CreateContainer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime_cpu_us_per_call: Option<f64>,
+    /// CPU time of all plugin processes together per measured
+    /// CreateContainer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugins_cpu_us_per_call: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     startup: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -466,7 +474,11 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     let runtime_anon = status_kib(std::process::id(), "RssAnon:")?;
 
     let mut samples = Vec::with_capacity(args.n);
+    let mut cpu_before = None;
     for i in 0..args.warmup + args.n {
+        if i == args.warmup {
+            cpu_before = Some(cpu_ticks(std::process::id(), &plugins.0)?);
+        }
         let req = create_request(i as i64);
         let start = Instant::now();
         let reply = b.nri.create_container(req).await;
@@ -483,11 +495,24 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
             samples.push(elapsed);
         }
     }
+    let cpu_after = cpu_ticks(std::process::id(), &plugins.0)?;
+    let per_call = |before: u64, after: u64| {
+        after.saturating_sub(before) as f64 * 1e6 / USER_HZ / args.n.max(1) as f64
+    };
+    let (runtime_cpu, plugins_cpu) = match cpu_before {
+        Some((rt, pl)) => (
+            Some(per_call(rt, cpu_after.0)),
+            Some(per_call(pl, cpu_after.1)),
+        ),
+        None => (None, None),
+    };
     let runtime_after = vm_rss_kib(std::process::id())?;
     drop(plugins);
     b.stop().await;
     Ok(Report {
         mode: "create",
+        runtime_cpu_us_per_call: runtime_cpu,
+        plugins_cpu_us_per_call: plugins_cpu,
         create: Some(summarize(samples)?),
         registration: if reg.is_empty() {
             None
@@ -855,6 +880,40 @@ fn summarize(mut samples: Vec<Duration>) -> Result<Latency, Failure> {
 }
 
 /// The resident set size of a process, in KiB.
+/// The unit of the CPU times in `/proc/<pid>/stat` (`USER_HZ`, what
+/// `sysconf(_SC_CLK_TCK)` returns: 100 on Linux).
+const USER_HZ: f64 = 100.0;
+
+/// CPU time (user and system, all threads) so far, in `USER_HZ` ticks, of
+/// the process `runtime` and of all `plugins` together.
+fn cpu_ticks(runtime: u32, plugins: &[Child]) -> Result<(u64, u64), Failure> {
+    let mut sum = 0;
+    for p in plugins {
+        sum += process_cpu_ticks(p.id())?;
+    }
+    Ok((process_cpu_ticks(runtime)?, sum))
+}
+
+/// `utime + stime` of `/proc/<pid>/stat`.
+fn process_cpu_ticks(pid: u32) -> Result<u64, Failure> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).map_err(|e| format!("read {path}: {e}"))?;
+    // The fields after the command name (in parentheses, which may hold
+    // spaces): state is field 3, utime 14, stime 15.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| format!("{path}: no command name"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .ok_or_else(|| format!("{path}: bad field {}", i + 3))
+    };
+    Ok(field(11)? + field(12)?)
+}
+
 fn vm_rss_kib(pid: u32) -> Result<u64, Failure> {
     status_kib(pid, "VmRSS:")
 }

@@ -96,30 +96,32 @@ const loadUpdateTarget = "load-ctr"
 
 // Report is the output document; fields of other modes are left out.
 type Report struct {
-	Mode               string   `json:"mode"`
-	Create             *Latency `json:"create,omitempty"`
-	Registration       *Latency `json:"registration,omitempty"`
-	PluginRSSKiB       []int    `json:"plugin_rss_kib,omitempty"`
-	PluginAnonKiB      []int    `json:"plugin_anon_kib,omitempty"`
-	RuntimeAnonKiB     int      `json:"runtime_anon_kib,omitempty"`
-	RuntimeRSSKiB      int      `json:"runtime_rss_kib,omitempty"`
-	RuntimeRSSAfterKiB int      `json:"runtime_rss_after_kib,omitempty"`
-	Startup            *Latency `json:"startup,omitempty"`
-	FirstCreateUs      float64  `json:"first_create_us,omitempty"`
-	Lifecycle          *Latency `json:"lifecycle,omitempty"`
-	LifecyclesPerS     float64  `json:"lifecycles_per_s,omitempty"`
-	Sync               *Latency `json:"sync,omitempty"`
-	SyncFromStart      *Latency `json:"sync_from_start,omitempty"`
-	Containers         int      `json:"containers,omitempty"`
-	Pods               int      `json:"pods,omitempty"`
-	SyncBytes          int      `json:"sync_bytes,omitempty"`
-	LoadWindows        []Window `json:"load_windows,omitempty"`
-	LoadLate           *int     `json:"load_late,omitempty"`
-	UpdatesReceived    *uint64  `json:"updates_received,omitempty"`
-	Plugins            int      `json:"plugins"`
-	Iterations         int      `json:"iterations"`
-	GoMaxProcs         int      `json:"gomaxprocs"`
-	GoVersion          string   `json:"go_version"`
+	Mode                string   `json:"mode"`
+	Create              *Latency `json:"create,omitempty"`
+	Registration        *Latency `json:"registration,omitempty"`
+	PluginRSSKiB        []int    `json:"plugin_rss_kib,omitempty"`
+	PluginAnonKiB       []int    `json:"plugin_anon_kib,omitempty"`
+	RuntimeAnonKiB      int      `json:"runtime_anon_kib,omitempty"`
+	RuntimeRSSKiB       int      `json:"runtime_rss_kib,omitempty"`
+	RuntimeRSSAfterKiB  int      `json:"runtime_rss_after_kib,omitempty"`
+	RuntimeCPUUsPerCall float64  `json:"runtime_cpu_us_per_call,omitempty"`
+	PluginsCPUUsPerCall float64  `json:"plugins_cpu_us_per_call,omitempty"`
+	Startup             *Latency `json:"startup,omitempty"`
+	FirstCreateUs       float64  `json:"first_create_us,omitempty"`
+	Lifecycle           *Latency `json:"lifecycle,omitempty"`
+	LifecyclesPerS      float64  `json:"lifecycles_per_s,omitempty"`
+	Sync                *Latency `json:"sync,omitempty"`
+	SyncFromStart       *Latency `json:"sync_from_start,omitempty"`
+	Containers          int      `json:"containers,omitempty"`
+	Pods                int      `json:"pods,omitempty"`
+	SyncBytes           int      `json:"sync_bytes,omitempty"`
+	LoadWindows         []Window `json:"load_windows,omitempty"`
+	LoadLate            *int     `json:"load_late,omitempty"`
+	UpdatesReceived     *uint64  `json:"updates_received,omitempty"`
+	Plugins             int      `json:"plugins"`
+	Iterations          int      `json:"iterations"`
+	GoMaxProcs          int      `json:"gomaxprocs"`
+	GoVersion           string   `json:"go_version"`
 }
 
 // pluginConfig is the nri-ref-plugin configuration the bench writes.
@@ -295,7 +297,13 @@ func run(plugin string, plugins, n, warmup, registrations int) error {
 	}
 
 	samples := make([]time.Duration, 0, n)
+	var rtBefore, plBefore int
 	for i := 0; i < warmup+n; i++ {
+		if i == warmup {
+			if rtBefore, plBefore, err = cpuTicks(procs); err != nil {
+				return err
+			}
+		}
 		req := createRequest(i)
 		start := time.Now()
 		rsp, err := b.nri.CreateContainer(context.Background(), req)
@@ -311,22 +319,31 @@ func run(plugin string, plugins, n, warmup, registrations int) error {
 		}
 	}
 
+	rtAfter, plAfter, err := cpuTicks(procs)
+	if err != nil {
+		return err
+	}
+	perCall := func(before, after int) float64 {
+		return float64(after-before) * 1e6 / userHZ / float64(max(n, 1))
+	}
 	runtimeAfter, err := vmRSS(os.Getpid())
 	if err != nil {
 		return err
 	}
 	create, registration := summarize(samples), summarize(reg)
 	return emit(Report{
-		Mode:               "create",
-		Create:             &create,
-		Registration:       &registration,
-		PluginRSSKiB:       rss,
-		PluginAnonKiB:      anon,
-		RuntimeRSSKiB:      runtimeRSS,
-		RuntimeAnonKiB:     runtimeAnon,
-		RuntimeRSSAfterKiB: runtimeAfter,
-		Plugins:            plugins,
-		Iterations:         n,
+		Mode:                "create",
+		RuntimeCPUUsPerCall: perCall(rtBefore, rtAfter),
+		PluginsCPUUsPerCall: perCall(plBefore, plAfter),
+		Create:              &create,
+		Registration:        &registration,
+		PluginRSSKiB:        rss,
+		PluginAnonKiB:       anon,
+		RuntimeRSSKiB:       runtimeRSS,
+		RuntimeAnonKiB:      runtimeAnon,
+		RuntimeRSSAfterKiB:  runtimeAfter,
+		Plugins:             plugins,
+		Iterations:          n,
 	})
 }
 
@@ -815,6 +832,54 @@ func createRequest(i int) *api.CreateContainerRequest {
 }
 
 // vmRSS reads the resident set size of a process, in KiB.
+// userHZ is the unit of the CPU times in /proc/<pid>/stat (USER_HZ, what
+// sysconf(_SC_CLK_TCK) returns: 100 on Linux).
+const userHZ = 100.0
+
+// cpuTicks returns the CPU time (user and system, all threads) so far, in
+// USER_HZ ticks, of this process and of all procs together.
+func cpuTicks(procs []*exec.Cmd) (runtime, plugins int, err error) {
+	if runtime, err = processCPUTicks(os.Getpid()); err != nil {
+		return 0, 0, err
+	}
+	for _, p := range procs {
+		t, err := processCPUTicks(p.Process.Pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		plugins += t
+	}
+	return runtime, plugins, nil
+}
+
+// processCPUTicks returns utime + stime of /proc/<pid>/stat.
+func processCPUTicks(pid int) (int, error) {
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name (in parentheses, which may hold
+	// spaces): state is field 3, utime 14, stime 15.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s: no command name", path)
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("%s: %d fields", path, len(fields))
+	}
+	utime, err := strconv.Atoi(fields[11])
+	if err != nil {
+		return 0, fmt.Errorf("%s: utime: %w", path, err)
+	}
+	stime, err := strconv.Atoi(fields[12])
+	if err != nil {
+		return 0, fmt.Errorf("%s: stime: %w", path, err)
+	}
+	return utime + stime, nil
+}
+
 func vmRSS(pid int) (int, error) {
 	return statusKiB(pid, "VmRSS:")
 }
