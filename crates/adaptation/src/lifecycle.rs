@@ -60,14 +60,14 @@ impl Adaptation {
     ///
     /// The request runs in a `nri.request` span and gets its trace context
     /// (see `crate::trace`), which `call` passes on to the plugin calls.
-    async fn dispatch<R, T, F, Fut>(&self, req: R, call: F) -> Result<T, Error>
+    async fn dispatch<R, T, F, Fut>(&self, req: Box<R>, call: F) -> Result<T, Error>
     where
         R: Rpc,
-        F: FnOnce(Vec<Arc<Plugin>>, R, TraceContext) -> Fut,
+        F: FnOnce(Vec<Arc<Plugin>>, Box<R>, TraceContext) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
         let (trace, parent) = crate::trace::request_context();
-        let span = crate::trace::request_span(R::METHOD, &req, &trace, parent.as_ref());
+        let span = crate::trace::request_span(R::METHOD, &*req, &trace, parent.as_ref());
         let recorder = span.clone();
         async move {
             let _lifecycle = self.inner.lifecycle.lock().await;
@@ -87,13 +87,13 @@ impl Adaptation {
     }
 
     /// Delivers a notification to every subscribed plugin.
-    async fn notify<R: Rpc>(&self, req: R) -> Result<(), Error> {
+    async fn notify<R: Rpc>(&self, req: Box<R>) -> Result<(), Error> {
         self.dispatch(req, |plugins, req, trace| async move {
             for p in &plugins {
                 if p.is_closed() {
                     continue;
                 }
-                if let Err(e) = p.call_event(&req, Some(&trace)).await {
+                if let Err(e) = p.call_event(&*req, Some(&trace)).await {
                     handle_error(p, R::METHOD, e)?;
                 }
             }
@@ -107,7 +107,7 @@ impl Adaptation {
         &self,
         req: RunPodSandboxRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 
     /// A pod's resources are being updated; plugins' replies carry nothing.
@@ -116,7 +116,7 @@ impl Adaptation {
         req: UpdatePodSandboxRequest,
     ) -> impl Future<Output = Result<UpdatePodSandboxResponse, Error>> + Send + '_ {
         Box::pin(async move {
-            self.notify(req).await?;
+            self.notify(Box::new(req)).await?;
             Ok(UpdatePodSandboxResponse::default())
         })
     }
@@ -126,7 +126,7 @@ impl Adaptation {
         &self,
         req: PostUpdatePodSandboxRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 
     /// A pod sandbox is being stopped.
@@ -134,7 +134,7 @@ impl Adaptation {
         &self,
         req: StopPodSandboxRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 
     /// A pod sandbox is being removed.
@@ -142,7 +142,7 @@ impl Adaptation {
         &self,
         req: RemovePodSandboxRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 
     /// A container is being created: every subscribed plugin may adjust it
@@ -156,12 +156,12 @@ impl Adaptation {
         &self,
         req: CreateContainerRequest,
     ) -> impl Future<Output = Result<CreateContainerResponse, Error>> + Send + '_ {
-        Box::pin(self.create_call(req))
+        Box::pin(self.create_call(Box::new(req)))
     }
 
     async fn create_call(
         &self,
-        req: CreateContainerRequest,
+        req: Box<CreateContainerRequest>,
     ) -> Result<CreateContainerResponse, Error> {
         self.dispatch(req, |plugins, req, trace| async move {
             let connected: Vec<(String, String)> = plugins
@@ -174,7 +174,7 @@ impl Adaptation {
                 req.container.as_ref().map_or("", |c| c.name.as_str()),
                 &connected,
             )?;
-            let mut result = CreateResult::new(req);
+            let mut result = CreateResult::new(*req);
             let has_validators = plugins
                 .iter()
                 .any(|p| !p.is_closed() && p.subscribed(Event::ValidateContainerAdjustment));
@@ -239,7 +239,7 @@ impl Adaptation {
         &self,
         req: PostCreateContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 
     /// A container is being started.
@@ -247,7 +247,7 @@ impl Adaptation {
         &self,
         req: StartContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 
     /// A container was started.
@@ -255,7 +255,7 @@ impl Adaptation {
         &self,
         req: PostStartContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 
     /// A container's resources are being updated: plugins may change the
@@ -267,15 +267,15 @@ impl Adaptation {
         &self,
         req: UpdateContainerRequest,
     ) -> impl Future<Output = Result<UpdateContainerResponse, Error>> + Send + '_ {
-        Box::pin(self.update_call(req))
+        Box::pin(self.update_call(Box::new(req)))
     }
 
     async fn update_call(
         &self,
-        req: UpdateContainerRequest,
+        req: Box<UpdateContainerRequest>,
     ) -> Result<UpdateContainerResponse, Error> {
         self.dispatch(req, |plugins, req, trace| async move {
-            let mut result = UpdateResult::new(req);
+            let mut result = UpdateResult::new(*req);
             for p in &plugins {
                 if p.is_closed() {
                     continue;
@@ -301,7 +301,7 @@ impl Adaptation {
         &self,
         req: PostUpdateContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 
     /// A container is being stopped; plugins may update other containers.
@@ -309,17 +309,20 @@ impl Adaptation {
         &self,
         req: StopContainerRequest,
     ) -> impl Future<Output = Result<StopContainerResponse, Error>> + Send + '_ {
-        Box::pin(self.stop_call(req))
+        Box::pin(self.stop_call(Box::new(req)))
     }
 
-    async fn stop_call(&self, req: StopContainerRequest) -> Result<StopContainerResponse, Error> {
+    async fn stop_call(
+        &self,
+        req: Box<StopContainerRequest>,
+    ) -> Result<StopContainerResponse, Error> {
         self.dispatch(req, |plugins, req, trace| async move {
             let mut result = StopResult::new();
             for p in &plugins {
                 if p.is_closed() {
                     continue;
                 }
-                let reply = match p.call_event(&req, Some(&trace)).await {
+                let reply = match p.call_event(&*req, Some(&trace)).await {
                     Ok(Some(reply)) => reply,
                     Ok(None) => continue,
                     Err(e) => {
@@ -340,7 +343,7 @@ impl Adaptation {
         &self,
         req: RemoveContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(req))
+        Box::pin(self.notify(Box::new(req)))
     }
 }
 

@@ -13,8 +13,8 @@ use crate::shared::{wait_closed, Inner};
 /// Buffer between the trunk and the frame parser; saves system calls for small frames.
 const TRUNK_READ_BUFFER: usize = 64 * 1024;
 
-/// Largest step by which a payload buffer grows while its bytes arrive, so a peer that
-/// announces a big frame and then stalls or vanishes does not get the whole size allocated.
+/// How much of a payload is allocated before its bytes arrive, so a peer that announces
+/// a big frame and then stalls or vanishes does not get the whole size allocated.
 const PAYLOAD_GROWTH_STEP: usize = 64 * 1024;
 
 pub(crate) async fn run<R>(inner: Arc<Inner>, trunk: R)
@@ -101,14 +101,21 @@ where
     Ok(Some(Header::decode(raw)))
 }
 
-/// Reads exactly `len` payload bytes, growing the buffer as they arrive.
+/// Reads exactly `len` payload bytes. The buffer holds the first
+/// [`PAYLOAD_GROWTH_STEP`] bytes until they have arrived; then it grows to
+/// the whole length at once, so a large payload is not copied again and
+/// again as a growing buffer moves.
 async fn read_payload<R>(trunk: &mut R, len: usize) -> io::Result<Bytes>
 where
     R: AsyncRead + Unpin,
 {
     let mut buf = BytesMut::new();
     while buf.len() < len {
-        let want = (len - buf.len()).min(PAYLOAD_GROWTH_STEP);
+        let want = if buf.len() < PAYLOAD_GROWTH_STEP {
+            (len - buf.len()).min(PAYLOAD_GROWTH_STEP - buf.len())
+        } else {
+            len - buf.len()
+        };
         buf.reserve(want);
         let n = (&mut *trunk).take(want as u64).read_buf(&mut buf).await?;
         if n == 0 {

@@ -23,7 +23,9 @@ pub(crate) fn plugin_server<P: Plugin>(session: Arc<Session<P>>) -> Server {
                 let span = trace::request_span(&session.plugin_name(), $name, &req, trace.as_ref());
                 let recorder = span.clone();
                 async move {
-                    let handled = trace::scope(trace, session.$handler(req));
+                    // Boxed once here: the request then moves through the
+                    // handler's layers as a pointer.
+                    let handled = trace::scope(trace, session.$handler(Box::new(req)));
                     let (reply, outcome) = match crate::panic::catching(handled).await {
                         Ok(Ok(reply)) => (Ok(reply), "ok"),
                         Ok(Err(status)) => (Err(status), "error"),

@@ -146,7 +146,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn configure(
         &self,
-        req: ConfigureRequest,
+        req: Box<ConfigureRequest>,
     ) -> Result<ConfigureResponse, Status> {
         let (nri_version, nri_version_inferred) =
             runtime_nri_version(&req.nri_version, &req.runtime_name, &req.runtime_version);
@@ -212,14 +212,20 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn synchronize(
         &self,
-        req: SynchronizeRequest,
+        req: Box<SynchronizeRequest>,
     ) -> Result<SynchronizeResponse, Status> {
         let ctx = self.context()?;
         let (pods, containers) = {
             let mut state = self.state();
-            let (mut pods, mut containers) = state.pending_sync.take().unwrap_or_default();
-            pods.extend(req.pods);
-            containers.extend(req.containers);
+            let (pods, containers) = match state.pending_sync.take() {
+                // The first message's lists are kept as they are.
+                None => (req.pods, req.containers),
+                Some((mut pods, mut containers)) => {
+                    pods.extend(req.pods);
+                    containers.extend(req.containers);
+                    (pods, containers)
+                }
+            };
             if req.more {
                 tracing::debug!(
                     pods = pods.len(),
@@ -245,7 +251,7 @@ impl<P: Plugin> Session<P> {
         })
     }
 
-    pub(crate) async fn shutdown(&self, _req: Empty) -> Result<Empty, Status> {
+    pub(crate) async fn shutdown(&self, _req: Box<Empty>) -> Result<Empty, Status> {
         let ctx = self.context()?;
         tracing::info!(plugin = %ctx.name(), "runtime requested shutdown");
         self.plugin.shutdown(&ctx).await;
@@ -255,7 +261,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn run_pod_sandbox(
         &self,
-        req: RunPodSandboxRequest,
+        req: Box<RunPodSandboxRequest>,
     ) -> Result<RunPodSandboxResponse, Status> {
         let ctx = self.context()?;
         let pod = req.pod.unwrap_or_default();
@@ -268,7 +274,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn update_pod_sandbox(
         &self,
-        req: UpdatePodSandboxRequest,
+        req: Box<UpdatePodSandboxRequest>,
     ) -> Result<UpdatePodSandboxResponse, Status> {
         let ctx = self.context()?;
         let pod = req.pod.unwrap_or_default();
@@ -286,7 +292,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn post_update_pod_sandbox(
         &self,
-        req: PostUpdatePodSandboxRequest,
+        req: Box<PostUpdatePodSandboxRequest>,
     ) -> Result<PostUpdatePodSandboxResponse, Status> {
         let ctx = self.context()?;
         let pod = req.pod.unwrap_or_default();
@@ -299,7 +305,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn stop_pod_sandbox(
         &self,
-        req: StopPodSandboxRequest,
+        req: Box<StopPodSandboxRequest>,
     ) -> Result<StopPodSandboxResponse, Status> {
         let ctx = self.context()?;
         let pod = req.pod.unwrap_or_default();
@@ -312,7 +318,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn remove_pod_sandbox(
         &self,
-        req: RemovePodSandboxRequest,
+        req: Box<RemovePodSandboxRequest>,
     ) -> Result<RemovePodSandboxResponse, Status> {
         let ctx = self.context()?;
         let pod = req.pod.unwrap_or_default();
@@ -325,7 +331,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn create_container(
         &self,
-        req: CreateContainerRequest,
+        req: Box<CreateContainerRequest>,
     ) -> Result<CreateContainerResponse, Status> {
         let ctx = self.context()?;
         let pod = req.pod.unwrap_or_default();
@@ -344,7 +350,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn post_create_container(
         &self,
-        req: PostCreateContainerRequest,
+        req: Box<PostCreateContainerRequest>,
     ) -> Result<PostCreateContainerResponse, Status> {
         let ctx = self.context()?;
         let (pod, ctr) = (
@@ -360,7 +366,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn start_container(
         &self,
-        req: StartContainerRequest,
+        req: Box<StartContainerRequest>,
     ) -> Result<StartContainerResponse, Status> {
         let ctx = self.context()?;
         let (pod, ctr) = (
@@ -376,7 +382,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn post_start_container(
         &self,
-        req: PostStartContainerRequest,
+        req: Box<PostStartContainerRequest>,
     ) -> Result<PostStartContainerResponse, Status> {
         let ctx = self.context()?;
         let (pod, ctr) = (
@@ -392,7 +398,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn update_container(
         &self,
-        req: UpdateContainerRequest,
+        req: Box<UpdateContainerRequest>,
     ) -> Result<UpdateContainerResponse, Status> {
         let ctx = self.context()?;
         let (pod, ctr) = (
@@ -412,7 +418,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn post_update_container(
         &self,
-        req: PostUpdateContainerRequest,
+        req: Box<PostUpdateContainerRequest>,
     ) -> Result<PostUpdateContainerResponse, Status> {
         let ctx = self.context()?;
         let (pod, ctr) = (
@@ -428,7 +434,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn stop_container(
         &self,
-        req: StopContainerRequest,
+        req: Box<StopContainerRequest>,
     ) -> Result<StopContainerResponse, Status> {
         let ctx = self.context()?;
         let (pod, ctr) = (
@@ -445,7 +451,7 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn remove_container(
         &self,
-        req: RemoveContainerRequest,
+        req: Box<RemoveContainerRequest>,
     ) -> Result<RemoveContainerResponse, Status> {
         let ctx = self.context()?;
         let (pod, ctr) = (
@@ -463,7 +469,7 @@ impl<P: Plugin> Session<P> {
     /// call itself succeeds), as in the Go stub.
     pub(crate) async fn validate_container_adjustment(
         &self,
-        req: ValidateContainerAdjustmentRequest,
+        req: Box<ValidateContainerAdjustmentRequest>,
     ) -> Result<ValidateContainerAdjustmentResponse, Status> {
         let ctx = self.context()?;
         match self.plugin.validate_container_adjustment(&ctx, &req).await {
@@ -478,7 +484,7 @@ impl<P: Plugin> Session<P> {
     /// The deprecated generic notification of runtimes before NRI v0.12: dispatched to
     /// the dedicated handler when the plugin is subscribed to the event; other events
     /// are acknowledged and ignored.
-    pub(crate) async fn state_change(&self, evt: StateChangeEvent) -> Result<Empty, Status> {
+    pub(crate) async fn state_change(&self, evt: Box<StateChangeEvent>) -> Result<Empty, Status> {
         let ctx = self.context()?;
         let Ok(event) = Event::try_from(evt.event) else {
             tracing::debug!(event = evt.event, "ignoring StateChange with unknown event");

@@ -94,6 +94,9 @@ struct Report {
     create: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     registration: Option<Latency>,
+    /// Plugin process start to its connection to a socket nothing serves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugin_connect: Option<Latency>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     plugin_rss_kib: Vec<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -116,6 +119,9 @@ struct Report {
     startup: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     first_create_us: Option<f64>,
+    /// Mode wasm: the module's two calls per CreateContainer, alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    module: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     lifecycle: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,6 +136,14 @@ struct Report {
     sync: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sync_from_start: Option<Latency>,
+    /// CPU time of the runtime process per Synchronize round (the plugin's
+    /// start included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_runtime_cpu_us: Option<f64>,
+    /// CPU time of the plugin process from its start to its completed
+    /// Synchronize, per round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_plugin_cpu_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     containers: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -359,13 +373,24 @@ impl Bench {
 
     /// Starts one external plugin with its configuration file.
     fn spawn(&self, idx: usize, name: &str, config: &serde_json::Value) -> Result<Child, Failure> {
+        self.spawn_at(&self.socket, idx, name, config)
+    }
+
+    /// Starts one external plugin that connects to `socket`.
+    fn spawn_at(
+        &self,
+        socket: &Path,
+        idx: usize,
+        name: &str,
+        config: &serde_json::Value,
+    ) -> Result<Child, Failure> {
         let path = self.dir.path().join(format!("{name}.json"));
         std::fs::write(&path, config.to_string()).map_err(|e| format!("write config: {e}"))?;
         Command::new(&self.plugin)
             .arg("-config")
             .arg(&path)
             .args(["-name", name, "-idx", &format!("{idx:02}"), "-socket"])
-            .arg(&self.socket)
+            .arg(socket)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -417,18 +442,22 @@ impl Bench {
     }
 
     /// Times plugins from process start to completed Synchronize, one at a
-    /// time; returns (inside the hook, from process start).
+    /// time; returns (inside the hook, from process start, CPU ticks of
+    /// the runtime process over all rounds, CPU ticks of the plugin
+    /// processes from their start to their completed Synchronize).
     async fn synchronize_one_by_one(
         &mut self,
         count: usize,
         first_idx: usize,
         prefix: &str,
         limit: Duration,
-    ) -> Result<(Vec<Duration>, Vec<Duration>), Failure> {
+    ) -> Result<(Vec<Duration>, Vec<Duration>, u64, u64), Failure> {
         let mut inside = Vec::with_capacity(count);
         let mut from_start = Vec::with_capacity(count);
+        let (mut runtime_ticks, mut plugin_ticks) = (0, 0);
         let config = json!({"events": ["CreateContainer"]});
         for i in 0..count {
+            let runtime_before = process_cpu_ticks(std::process::id())?;
             let began = Instant::now();
             let child = Plugins(vec![self.spawn(
                 first_idx + i % 10,
@@ -441,11 +470,42 @@ impl Bench {
                 .ok_or("hooks gone")?;
             inside.push(end - start);
             from_start.push(end - began);
+            let (runtime, plugin) = cpu_ticks(std::process::id(), &child.0)?;
+            runtime_ticks += runtime.saturating_sub(runtime_before);
+            plugin_ticks += plugin;
             drop(child);
             // Let the adaptation notice the closed connection.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok((inside, from_start))
+        Ok((inside, from_start, runtime_ticks, plugin_ticks))
+    }
+
+    /// Times plugins from process start to their connection to a bare
+    /// socket that nothing serves: what every registration costs before
+    /// a runtime sees the plugin, whichever runtime it is.
+    async fn start_to_connect(&self, count: usize) -> Result<Vec<Duration>, Failure> {
+        let socket = self.dir.path().join("bare.sock");
+        let listener = tokio::net::UnixListener::bind(&socket)
+            .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
+        let config = json!({"events": ["CreateContainer"]});
+        let mut took = Vec::with_capacity(count);
+        for i in 0..count {
+            let began = Instant::now();
+            let child = Plugins(vec![self.spawn_at(
+                &socket,
+                80 + i % 10,
+                &format!("bare{i}"),
+                &config,
+            )?]);
+            let (conn, _) = tokio::time::timeout(Duration::from_secs(30), listener.accept())
+                .await
+                .map_err(|_| format!("bare {i}: plugin did not connect within 30 s"))?
+                .map_err(|e| format!("bare {i}: accept: {e}"))?;
+            took.push(began.elapsed());
+            drop(conn);
+            drop(child);
+        }
+        Ok(took)
     }
 
     async fn stop(self) {
@@ -455,9 +515,10 @@ impl Bench {
 
 async fn run_create(args: &Args) -> Result<Report, Failure> {
     let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
-    let (_, reg) = b
+    let (_, reg, _, _) = b
         .synchronize_one_by_one(args.registrations, 90, "reg", Duration::from_secs(30))
         .await?;
+    let connect = b.start_to_connect(args.registrations).await?;
     let plugins = b.start_plugins(args.plugins, bench_config).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let plugin_rss = plugins
@@ -518,6 +579,11 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
             None
         } else {
             Some(summarize(reg)?)
+        },
+        plugin_connect: if connect.is_empty() {
+            None
+        } else {
+            Some(summarize(connect)?)
         },
         plugin_rss_kib: plugin_rss,
         plugin_anon_kib: plugin_anon,
@@ -680,12 +746,15 @@ async fn run_sync(args: &Args) -> Result<Report, Failure> {
         + containers.iter().map(Message::encoded_len).sum::<usize>();
     let pod_count = pods.len();
     let mut b = Bench::start(&args.plugin, pods, containers).await?;
-    let (inside, from_start) = b
+    let (inside, from_start, runtime_ticks, plugin_ticks) = b
         .synchronize_one_by_one(args.rounds, 50, "sync", Duration::from_secs(180))
         .await?;
     b.stop().await;
+    let per_round = |ticks: u64| ticks as f64 * 1e6 / USER_HZ / args.rounds.max(1) as f64;
     Ok(Report {
         mode: "sync",
+        sync_runtime_cpu_us: Some(per_round(runtime_ticks)),
+        sync_plugin_cpu_us: Some(per_round(plugin_ticks)),
         sync: Some(summarize(inside)?),
         sync_from_start: Some(summarize(from_start)?),
         containers: Some(args.containers),
@@ -776,8 +845,10 @@ async fn run_wasm(args: &Args) -> Result<Report, Failure> {
         }
     }
     nri.stop().await;
+    let module = module_alone(&module, args).await?;
     Ok(Report {
         mode: "wasm",
+        module: Some(summarize(module)?),
         create: Some(summarize(samples)?),
         startup: if startups.is_empty() {
             None
@@ -789,6 +860,73 @@ async fn run_wasm(args: &Args) -> Result<Report, Failure> {
         iterations: args.n,
         ..Report::default()
     })
+}
+
+/// The module's part of each CreateContainer of mode wasm, without the
+/// adaptation: the same file loaded with `nri-wasm` alone, configured as
+/// the adaptation configures it, and for each container the two calls the
+/// adaptation makes (the plugin validates too): CreateContainer with the
+/// bench's request, then ValidateContainerAdjustment with that container,
+/// the plugin's adjustment and the plugin's name (the adaptation's request
+/// also carries the fields' owners). Each sample is the time of both calls
+/// (requests encoded beforehand, replies not decoded).
+async fn module_alone(path: &Path, args: &Args) -> Result<Vec<Duration>, Failure> {
+    use nri_wasm::{WasmEvent, WasmOptions, WasmPlugin};
+    const T: Duration = Duration::from_secs(10);
+    let module = {
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            WasmPlugin::load(&path, "10-wasm", &WasmOptions::default())
+        })
+        .await
+        .map_err(|e| format!("load the module: {e}"))?
+        .map_err(|e| format!("load the module: {e}"))?
+    };
+    let configure = nri_api::ConfigureRequest {
+        config: r#"{"tag": "bench"}"#.into(),
+        runtime_name: "nri-adaptation-bench".into(),
+        runtime_version: "v0.0.0".into(),
+        nri_version: nri_api::NRI_VERSION.to_string(),
+        ..Default::default()
+    };
+    module
+        .call(WasmEvent::Configure, configure.encode_to_vec(), T)
+        .await
+        .map_err(|e| format!("Configure: {e}"))?;
+    let mut samples = Vec::with_capacity(args.n);
+    for i in 0..args.warmup + args.n {
+        let req = create_request(i as i64);
+        let encoded = req.encode_to_vec();
+        let began = Instant::now();
+        let reply = module
+            .call(WasmEvent::CreateContainer, encoded, T)
+            .await
+            .map_err(|e| format!("CreateContainer {i}: {e}"))?;
+        let create = began.elapsed();
+        let reply = nri_api::CreateContainerResponse::decode(reply.as_slice())
+            .map_err(|e| format!("CreateContainer {i}: reply: {e}"))?;
+        let validate = nri_api::ValidateContainerAdjustmentRequest {
+            pod: req.pod,
+            container: req.container,
+            adjust: reply.adjust,
+            update: reply.update,
+            plugins: vec![nri_api::PluginInstance {
+                name: "wasm".into(),
+                index: "10".into(),
+            }],
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let began = Instant::now();
+        module
+            .call(WasmEvent::ValidateContainerAdjustment, validate, T)
+            .await
+            .map_err(|e| format!("ValidateContainerAdjustment {i}: {e}"))?;
+        if i >= args.warmup {
+            samples.push(create + began.elapsed());
+        }
+    }
+    Ok(samples)
 }
 
 /// The table of mode sync: ten containers per pod, each with four

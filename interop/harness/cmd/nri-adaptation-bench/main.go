@@ -112,6 +112,8 @@ type Report struct {
 	LifecyclesPerS      float64  `json:"lifecycles_per_s,omitempty"`
 	Sync                *Latency `json:"sync,omitempty"`
 	SyncFromStart       *Latency `json:"sync_from_start,omitempty"`
+	SyncRuntimeCPUUs    float64  `json:"sync_runtime_cpu_us,omitempty"`
+	SyncPluginCPUUs     float64  `json:"sync_plugin_cpu_us,omitempty"`
 	Containers          int      `json:"containers,omitempty"`
 	Pods                int      `json:"pods,omitempty"`
 	SyncBytes           int      `json:"sync_bytes,omitempty"`
@@ -619,7 +621,12 @@ func runSync(plugin string, containers, rounds int) error {
 
 	inside := make([]time.Duration, 0, rounds)
 	fromStart := make([]time.Duration, 0, rounds)
+	runtimeTicks, pluginTicks := 0, 0
 	for i := 0; i < rounds; i++ {
+		runtimeBefore, err := processCPUTicks(os.Getpid())
+		if err != nil {
+			return err
+		}
 		began := time.Now()
 		p, err := b.spawn(50+i%10, fmt.Sprintf("sync%d", i), pluginConfig{Events: []string{"CreateContainer"}})
 		if err != nil {
@@ -633,19 +640,31 @@ func runSync(plugin string, containers, rounds int) error {
 			stop(p)
 			return fmt.Errorf("sync %d: plugin not synchronized within 180s", i)
 		}
+		runtime, plugin, err := cpuTicks([]*exec.Cmd{p})
+		if err != nil {
+			stop(p)
+			return err
+		}
+		runtimeTicks += runtime - runtimeBefore
+		pluginTicks += plugin
 		stop(p)
 		time.Sleep(50 * time.Millisecond)
 	}
 	syncLat, fromStartLat := summarize(inside), summarize(fromStart)
+	perRound := func(ticks int) float64 {
+		return float64(ticks) * 1e6 / userHZ / float64(max(rounds, 1))
+	}
 	return emit(Report{
-		Mode:          "sync",
-		Sync:          &syncLat,
-		SyncFromStart: &fromStartLat,
-		Containers:    containers,
-		Pods:          len(pods),
-		SyncBytes:     size,
-		Plugins:       1,
-		Iterations:    rounds,
+		Mode:             "sync",
+		SyncRuntimeCPUUs: perRound(runtimeTicks),
+		SyncPluginCPUUs:  perRound(pluginTicks),
+		Sync:             &syncLat,
+		SyncFromStart:    &fromStartLat,
+		Containers:       containers,
+		Pods:             len(pods),
+		SyncBytes:        size,
+		Plugins:          1,
+		Iterations:       rounds,
 	})
 }
 
