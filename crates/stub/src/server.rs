@@ -17,15 +17,15 @@ pub(crate) fn plugin_server<P: Plugin>(session: Arc<Session<P>>) -> Server {
     macro_rules! route {
         ($($name:expr => $handler:ident),* $(,)?) => {$({
             let session = Arc::clone(&session);
-            server.register_msg(PLUGIN_SERVICE, $name, move |ctx, req| {
+            // Requests are decoded straight into a box, so they move
+            // through the handler's layers as a pointer.
+            server.register_msg(PLUGIN_SERVICE, $name, move |ctx, req: Box<_>| {
                 let session = Arc::clone(&session);
                 let trace = trace::incoming(&ctx);
-                let span = trace::request_span(&session.plugin_name(), $name, &req, trace.as_ref());
+                let span = trace::request_span(&session.plugin_name(), $name, &*req, trace.as_ref());
                 let recorder = span.clone();
                 async move {
-                    // Boxed once here: the request then moves through the
-                    // handler's layers as a pointer.
-                    let handled = trace::scope(trace, session.$handler(Box::new(req)));
+                    let handled = trace::scope(trace, session.$handler(req));
                     let (reply, outcome) = match crate::panic::catching(handled).await {
                         Ok(Ok(reply)) => (Ok(reply), "ok"),
                         Ok(Err(status)) => (Err(status), "error"),
