@@ -1522,12 +1522,12 @@ latency and CPU time per call (the `/proc` figures of the table above):
 
 | 8 minimal Rust plugins | median | runtime CPU | plugins CPU |
 |---|---:|---:|---:|
-| our runtime, both CPUs | 561–610 µs | 230–257 µs | 293–337 µs |
-| our runtime, one CPU | 377–380 µs | 137–140 µs | 230–243 µs |
-| Go runtime, both CPUs | 852–908 µs | 640–713 µs | 380–413 µs |
-| Go runtime, one CPU | 440–441 µs | 240–243 µs | 250–263 µs |
-| raw chain, both CPUs | 218–258 µs | | |
-| raw chain, one CPU | 88–93 µs | | |
+| our runtime, both CPUs | 552–556 µs | 240–243 µs | 290–310 µs |
+| our runtime, one CPU | 375–377 µs | 137–140 µs | 233–237 µs |
+| Go runtime, both CPUs | 840–851 µs | 637–663 µs | 363–380 µs |
+| Go runtime, one CPU | 432–435 µs | 233 µs | 253 µs |
+| raw chain, both CPUs | 256–279 µs | | |
+| raw chain, one CPU | 88 µs | | |
 
 (The raw chain rows come from a standalone echo chain of the same shape and bytes, 156
 out and 58 back per hop, run the same way.)
@@ -1535,16 +1535,16 @@ out and 58 back per hop, run the same way.)
 * **Waking the other CPU is what costs most here.** On this virtual machine an idle
   vCPU is halted, and a message to a process the kernel places on it waits for that CPU
   to wake. On one CPU the wake-up is a task switch, and every chain gets faster: the raw
-  chain by 2.5×, ours by 1.5×, Go's by 2×. On both CPUs our runtime's own CPU time per
+  chain by 3×, ours by 1.5×, Go's by 2×. On both CPUs our runtime's own CPU time per
   call is 1.7× its one-CPU figure: the same work, paid again in wake-ups. How often the
   kernel spreads the chain over both CPUs depends on what else runs: on a busy machine
   the other CPU is seldom idle, and the raw chain measures near its one-CPU figure.
 * **On one CPU the chain is computing, not waiting:** CPU time per call (runtime and
-  plugins together, 375 µs) is the latency. Per plugin hop that is 29 µs in a plugin
+  plugins together, 372 µs) is the latency. Per plugin hop that is 29 µs in a plugin
   process (waking, reading, the mux and ttRPC frames, protobuf decoding and encoding,
   the handler, tokio's task and timer bookkeeping, the kernel's socket and task-switch
   work) and 17 µs in the runtime, against 11 µs for the raw chain's whole hop. Both
-  sides of one in-process hop with warm caches take 15.5 µs ("One plugin hop" above);
+  sides of one in-process hop with warm caches take 12 µs ("One plugin hop" above);
   each process of the chain runs for a few microseconds between switches, with cold
   caches. That is why the raw-chain target of 2× (22 µs per hop for both processes)
   stays out of reach: one plugin process alone spends more than that per request.
