@@ -32,7 +32,9 @@ use crate::writer::{write_call_limit, WRITE_HIGH_WATER};
 ///   then end of stream (`Ok` with nothing filled) if the mux was closed by
 ///   [`Mux::close`](crate::Mux::close) or by the peer closing the trunk, or the recorded
 ///   [`MuxError`](crate::MuxError) (as an [`io::Error`]) if it failed. Writes fail
-///   with [`io::ErrorKind::BrokenPipe`].
+///   with [`io::ErrorKind::BrokenPipe`]. A flush still waits for the bytes accepted
+///   before: the writer goes on delivering them for a bounded time after the close,
+///   and the flush fails only if they were not all written.
 /// * **Closing**: dropping the handle or `poll_shutdown` (which first flushes) removes
 ///   the connection from the mux; later frames for its id are dropped and the id can be
 ///   opened again. Other connections are not affected. Bytes already accepted for
@@ -248,7 +250,10 @@ impl AsyncWrite for MuxConn {
         if ws.written_end >= this.write_end {
             return Poll::Ready(Ok(()));
         }
-        if inner.is_closed() {
+        // A closed mux still delivers the writes it accepted (for a bounded
+        // time): the flush fails only once the writer has stopped without
+        // writing these bytes.
+        if inner.is_closed() && ws.writer_stopped {
             drop(ws);
             return Poll::Ready(Err(this.mux_closed_error()));
         }

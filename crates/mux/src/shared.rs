@@ -67,6 +67,8 @@ pub(crate) struct WriteState {
     pub(crate) written_end: u64,
     /// Tasks waiting for room in `pending` or for their bytes to be written.
     pub(crate) waiters: Vec<Waker>,
+    /// The writer task has stopped: no more bytes reach the trunk.
+    pub(crate) writer_stopped: bool,
 }
 
 impl WriteState {
@@ -252,6 +254,19 @@ impl Inner {
     }
 
     /// Records that `n` more bytes reached the trunk and wakes waiting writers.
+    /// Records that the writer task stopped and wakes the tasks waiting
+    /// for their bytes to be written.
+    pub(crate) fn writer_stopped(&self) {
+        let waiters = {
+            let mut ws = lock(&self.write);
+            ws.writer_stopped = true;
+            ws.wake_all()
+        };
+        for w in waiters {
+            w.wake();
+        }
+    }
+
     pub(crate) fn written(&self, n: usize) {
         let waiters = {
             let mut ws = lock(&self.write);

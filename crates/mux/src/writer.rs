@@ -27,10 +27,21 @@ pub(crate) fn write_call_limit(max_frame: usize) -> usize {
     (WRITE_CALL_LIMIT / max_frame).max(1) * max_frame
 }
 
+/// Tells the mux that the writer stopped, however it ends (returned,
+/// dropped with its runtime, or panicked).
+struct Stopped(Arc<Inner>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.0.writer_stopped();
+    }
+}
+
 pub(crate) async fn run<W>(inner: Arc<Inner>, mut trunk: W)
 where
     W: AsyncWrite + Unpin,
 {
+    let _stopped = Stopped(Arc::clone(&inner));
     let mut closed = inner.subscribe_closed();
     // Set once the mux is closed: the end of the drain period.
     let mut deadline: Option<Instant> = None;

@@ -376,3 +376,25 @@ async fn stalled_trunk_applies_back_pressure() {
     let err = within(conn.write_all(&chunk)).await.unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
 }
+
+/// A write accepted before the mux closes is still delivered, and a flush
+/// after the close waits for it instead of failing: here the writer task
+/// has not run yet when the mux closes (one thread, no await in between).
+#[tokio::test(flavor = "current_thread")]
+async fn flush_after_close_waits_for_accepted_bytes() {
+    let (a, mut raw) = UnixStream::pair().unwrap();
+    let mux = Mux::new(a, MuxOptions::default());
+    let mut conn = mux.open(5).unwrap();
+    let data = pattern(1000, 5);
+    assert_eq!(within(conn.write(&data)).await.unwrap(), 1000);
+    mux.close();
+    within(conn.flush()).await.unwrap();
+    assert_eq!(read_frame(&mut raw).await, (5, data));
+    // Once the writer has stopped, a write is refused and a flush with
+    // nothing pending succeeds.
+    assert_eq!(
+        within(conn.write(b"x")).await.unwrap_err().kind(),
+        io::ErrorKind::BrokenPipe
+    );
+    within(conn.flush()).await.unwrap();
+}
