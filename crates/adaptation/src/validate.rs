@@ -19,35 +19,30 @@ pub(crate) async fn validate(
     req: Arc<ValidateContainerAdjustmentRequest>,
     trace: &TraceContext,
 ) -> Result<(), Error> {
-    // One validator (the common case) runs on this task; several run as
-    // tasks of their own, so that in-process (WebAssembly) validators can
-    // use other worker threads.
-    let outcomes: Vec<(Arc<Plugin>, Result<_, PluginError>)> = if let [p] = &validators[..] {
-        let outcome = p.call_event(&*req, Some(trace)).await;
-        vec![(p.clone(), outcome)]
-    } else {
-        let tasks: Vec<_> = validators
-            .into_iter()
-            .map(|p| {
-                let req = req.clone();
-                let trace = trace.clone();
-                let task = tokio::spawn({
-                    let p = p.clone();
-                    async move { p.call_event(&*req, Some(&trace)).await }
-                });
-                (p, task)
-            })
-            .collect();
-        let mut outcomes = Vec::with_capacity(tasks.len());
-        for (p, task) in tasks {
-            let outcome = match task.await {
-                Ok(r) => r,
-                Err(e) => Err(PluginError::Builtin(Box::new(e))),
-            };
-            outcomes.push((p, outcome));
-        }
-        outcomes
-    };
+    // Each validator runs as a task of its own, so that in-process
+    // (WebAssembly) validators can use other worker threads. Spawning also
+    // lets tasks that are ready run first (such as the synchronization of
+    // a replaced WebAssembly instance, decision [22]).
+    let tasks: Vec<_> = validators
+        .into_iter()
+        .map(|p| {
+            let req = req.clone();
+            let trace = trace.clone();
+            let task = tokio::spawn({
+                let p = p.clone();
+                async move { p.call_event(&*req, Some(&trace)).await }
+            });
+            (p, task)
+        })
+        .collect();
+    let mut outcomes: Vec<(Arc<Plugin>, Result<_, PluginError>)> = Vec::with_capacity(tasks.len());
+    for (p, task) in tasks {
+        let outcome = match task.await {
+            Ok(r) => r,
+            Err(e) => Err(PluginError::Builtin(Box::new(e))),
+        };
+        outcomes.push((p, outcome));
+    }
 
     let mut first = None;
     for (p, outcome) in outcomes {
