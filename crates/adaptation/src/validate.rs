@@ -35,17 +35,13 @@ pub(crate) async fn validate(
             (p, task)
         })
         .collect();
-    let mut outcomes: Vec<(Arc<Plugin>, Result<_, PluginError>)> = Vec::with_capacity(tasks.len());
+
+    let mut first = None;
     for (p, task) in tasks {
         let outcome = match task.await {
             Ok(r) => r,
             Err(e) => Err(PluginError::Builtin(Box::new(e))),
         };
-        outcomes.push((p, outcome));
-    }
-
-    let mut first = None;
-    for (p, outcome) in outcomes {
         let error = match outcome {
             Ok(None) => None,
             Ok(Some(reply)) if reply.reject => Some(Error::ValidationRejected {

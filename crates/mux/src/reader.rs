@@ -111,11 +111,12 @@ where
 {
     let mut buf = BytesMut::new();
     while buf.len() < len {
-        let want = if buf.len() < PAYLOAD_GROWTH_STEP {
-            (len - buf.len()).min(PAYLOAD_GROWTH_STEP - buf.len())
+        let upto = if buf.len() < PAYLOAD_GROWTH_STEP {
+            len.min(PAYLOAD_GROWTH_STEP)
         } else {
-            len - buf.len()
+            len
         };
+        let want = upto - buf.len();
         buf.reserve(want);
         let n = (&mut *trunk).take(want as u64).read_buf(&mut buf).await?;
         if n == 0 {

@@ -253,7 +253,6 @@ impl Inner {
         }
     }
 
-    /// Records that `n` more bytes reached the trunk and wakes waiting writers.
     /// Records that the writer task stopped and wakes the tasks waiting
     /// for their bytes to be written.
     pub(crate) fn writer_stopped(&self) {
@@ -267,6 +266,7 @@ impl Inner {
         }
     }
 
+    /// Records that `n` more bytes reached the trunk and wakes waiting writers.
     pub(crate) fn written(&self, n: usize) {
         let waiters = {
             let mut ws = lock(&self.write);

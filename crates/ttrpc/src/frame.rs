@@ -101,27 +101,8 @@ pub(crate) fn encode_frame(
     flags: u8,
     msg: &impl prost::Message,
 ) -> Result<Vec<u8>, Error> {
-    let len = msg.encoded_len();
-    if len > MAX_MESSAGE_LEN {
-        return Err(Error::Oversized {
-            len,
-            max: MAX_MESSAGE_LEN,
-        });
-    }
-    let length = u32::try_from(len).map_err(|_| Error::Oversized {
-        len,
-        max: MAX_MESSAGE_LEN,
-    })?;
-    let mut buf = Vec::with_capacity(HEADER_LEN + len);
-    let header = FrameHeader {
-        length,
-        stream_id,
-        kind,
-        flags,
-    };
-    buf.extend_from_slice(&header.encode());
-    msg.encode(&mut buf)
-        .map_err(|e| Error::Protocol(format!("encoding message: {e}")))?;
+    let mut buf = start_frame(stream_id, kind, flags, msg.encoded_len())?;
+    InPlace(msg).put(&mut buf)?;
     Ok(buf)
 }
 
@@ -178,8 +159,9 @@ fn put_delimited_head(tag: u32, len: usize, buf: &mut Vec<u8>) {
     }
 }
 
-/// Allocates a frame of `len` envelope bytes with its header written.
-fn start_frame(stream_id: u32, kind: u8, len: usize) -> Result<Vec<u8>, Error> {
+/// Allocates a frame of `len` envelope bytes with its header written;
+/// [`Error::Oversized`] (and no allocation) past [`MAX_MESSAGE_LEN`].
+fn start_frame(stream_id: u32, kind: u8, flags: u8, len: usize) -> Result<Vec<u8>, Error> {
     if len > MAX_MESSAGE_LEN {
         return Err(Error::Oversized {
             len,
@@ -195,7 +177,7 @@ fn start_frame(stream_id: u32, kind: u8, len: usize) -> Result<Vec<u8>, Error> {
         length,
         stream_id,
         kind,
-        flags: 0,
+        flags,
     };
     buf.extend_from_slice(&header.encode());
     Ok(buf)
@@ -237,7 +219,7 @@ pub(crate) fn encode_request_frame(
         + delimited_len(3, payload_len)
         + timeout_len
         + message::encoded_len_repeated(5, metadata);
-    let mut buf = start_frame(0, MESSAGE_TYPE_REQUEST, len)?;
+    let mut buf = start_frame(0, MESSAGE_TYPE_REQUEST, 0, len)?;
     put_delimited_head(1, service.len(), &mut buf);
     buf.extend_from_slice(service.as_bytes());
     put_delimited_head(2, method.len(), &mut buf);
@@ -263,7 +245,7 @@ pub(crate) fn encode_ok_response_frame(
 ) -> Result<Vec<u8>, Error> {
     let payload_len = payload.encoded_len();
     let len = delimited_len(2, payload_len);
-    let mut buf = start_frame(stream_id, MESSAGE_TYPE_RESPONSE, len)?;
+    let mut buf = start_frame(stream_id, MESSAGE_TYPE_RESPONSE, 0, len)?;
     put_delimited_head(2, payload_len, &mut buf);
     if payload_len != 0 {
         payload.put(&mut buf)?;
