@@ -865,12 +865,14 @@ async fn run_wasm(args: &Args) -> Result<Report, Failure> {
 /// The module's part of each CreateContainer of mode wasm, without the
 /// adaptation: the same file loaded with `nri-wasm` alone, configured as
 /// the adaptation configures it, and for each container the two calls the
-/// adaptation makes (the plugin validates too): CreateContainer with the
-/// bench's request, then ValidateContainerAdjustment with that container,
-/// the plugin's adjustment and the plugin's name (the adaptation's request
-/// also carries the fields' owners). Each sample is the time of both calls
-/// (requests encoded beforehand, replies not decoded).
+/// adaptation makes (the plugin validates too) with the requests the
+/// adaptation sends: CreateContainer with the normalized request, then
+/// ValidateContainerAdjustment with the container, the merged adjustment,
+/// the fields' owners and the plugin's name (the adaptation's own merge
+/// code builds them). Each sample is the time of both calls (requests
+/// encoded beforehand, replies not decoded).
 async fn module_alone(path: &Path, args: &Args) -> Result<Vec<Duration>, Failure> {
+    use nri_adaptation::CreateResult;
     use nri_wasm::{WasmEvent, WasmOptions, WasmPlugin};
     const T: Duration = Duration::from_secs(10);
     let module = {
@@ -895,8 +897,8 @@ async fn module_alone(path: &Path, args: &Args) -> Result<Vec<Duration>, Failure
         .map_err(|e| format!("Configure: {e}"))?;
     let mut samples = Vec::with_capacity(args.n);
     for i in 0..args.warmup + args.n {
-        let req = create_request(i as i64);
-        let encoded = req.encode_to_vec();
+        let mut result = CreateResult::new(create_request(i as i64));
+        let encoded = result.request().encode_to_vec();
         let began = Instant::now();
         let reply = module
             .call(WasmEvent::CreateContainer, encoded, T)
@@ -905,18 +907,23 @@ async fn module_alone(path: &Path, args: &Args) -> Result<Vec<Duration>, Failure
         let create = began.elapsed();
         let reply = nri_api::CreateContainerResponse::decode(reply.as_slice())
             .map_err(|e| format!("CreateContainer {i}: reply: {e}"))?;
-        let validate = nri_api::ValidateContainerAdjustmentRequest {
-            pod: req.pod,
-            container: req.container,
-            adjust: reply.adjust,
-            update: reply.update,
+        let mut validate = nri_api::ValidateContainerAdjustmentRequest {
+            pod: result.request().pod.clone(),
+            container: result.request().container.clone(),
             plugins: vec![nri_api::PluginInstance {
                 name: "wasm".into(),
                 index: "10".into(),
             }],
             ..Default::default()
-        }
-        .encode_to_vec();
+        };
+        result
+            .apply("10-wasm", reply)
+            .map_err(|e| format!("CreateContainer {i}: merge: {e}"))?;
+        let outcome = result.into_outcome();
+        validate.adjust = outcome.response.adjust;
+        validate.update = outcome.response.update;
+        validate.owners = Some(outcome.owners.into_proto());
+        let validate = validate.encode_to_vec();
         let began = Instant::now();
         module
             .call(WasmEvent::ValidateContainerAdjustment, validate, T)
