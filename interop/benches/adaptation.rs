@@ -136,6 +136,7 @@ struct Report {
     startup: Option<Latency>,
     first_create_us: Option<f64>,
     module: Option<Latency>,
+    wasm_work: Option<Latency>,
     iterations: usize,
     gomaxprocs: Option<usize>,
     go_version: Option<String>,
@@ -846,15 +847,42 @@ fn render_wasm(d: &mut String, p: &Pair, counts: Counts) {
             m.median_us / gc.median_us,
             None,
         );
+        if let Some(w) = p.rust.wasm_work {
+            row(
+                "the work around the two calls that no runtime can skip, alone",
+                [us_tenths(w.median_us), us_tenths(w.p99_us)],
+                [String::new(), String::new()],
+                w.median_us / gc.median_us,
+                None,
+            );
+            row(
+                "the two together: a runtime that adds nothing else",
+                [us(m.median_us + w.median_us), String::new()],
+                [String::new(), String::new()],
+                (m.median_us + w.median_us) / gc.median_us,
+                None,
+            );
+        }
         let budget = WASM_CREATE_TARGET * gc.median_us - m.median_us;
-        let _ = writeln!(
-            d,
-            "\n* At the target, a runtime may add {} to the module's own {} per \
-             CreateContainer; ours adds {} (its median less the module's).",
-            us_tenths(budget),
-            us(m.median_us),
-            us_tenths(rc.median_us - m.median_us),
-        );
+        let ours = us_tenths(rc.median_us - m.median_us);
+        let _ = if budget < 0.0 {
+            writeln!(
+                d,
+                "\n* The module's own {} per CreateContainer are already above the target \
+                 ({} for the whole call). Ours adds {ours} to them (its median less the \
+                 module's).",
+                us(m.median_us),
+                us_tenths(WASM_CREATE_TARGET * gc.median_us),
+            )
+        } else {
+            writeln!(
+                d,
+                "\n* At the target, a runtime may add {} to the module's own {} per \
+                 CreateContainer; ours adds {ours} (its median less the module's).",
+                us_tenths(budget),
+                us(m.median_us),
+            )
+        };
     }
     let _ = writeln!(
         d,
@@ -864,14 +892,18 @@ fn render_wasm(d: &mut String, p: &Pair, counts: Counts) {
          code in both, decoding and encoding protobuf, compiled to WebAssembly) plus what the \
          runtime adds: the requests' encoding, the copies into and out of the module's \
          memory (through its `malloc` and `free`), the adaptation's merge and the validation \
-         request. The last row times the module alone, in the same run: the same file loaded \
+         request. The fourth row times the module alone, in the same run: the same file loaded \
          with `nri-wasm` and configured as the adaptation does, then per container the two \
          calls with the requests the adaptation sends, encoded beforehand: the normalized \
          CreateContainer request, and the validation request with the container, the merged \
          adjustment, the fields' owners and the plugin's name, built by the adaptation's own \
          merge code. That is the plugin's own work, the same on any runtime: its ratio is \
          what a runtime that added nothing at all would reach, and the gap between it and the \
-         target is all a runtime may add to reach the target. Ours \
+         target is all a runtime may add to reach the target. The row after it times, in the \
+         same loop, the work around the calls that any runtime must do and ours does with \
+         the same code: normalizing and encoding the CreateContainer request, decoding the \
+         reply, merging it, building and encoding the validation request, decoding its \
+         reply. Ours \
          runs the module on the task that makes the call, with no hand-over to another \
          thread.\n"
     );

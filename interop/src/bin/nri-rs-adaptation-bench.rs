@@ -122,6 +122,11 @@ struct Report {
     /// Mode wasm: the module's two calls per CreateContainer, alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     module: Option<Latency>,
+    /// Mode wasm: the work a runtime cannot skip around the module's two
+    /// calls (normalizing, encoding, decoding, merging, the validation
+    /// request), timed apart from the calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wasm_work: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     lifecycle: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -845,10 +850,11 @@ async fn run_wasm(args: &Args) -> Result<Report, Failure> {
         }
     }
     nri.stop().await;
-    let module = module_alone(&module, args).await?;
+    let (module, work) = module_alone(&module, args).await?;
     Ok(Report {
         mode: "wasm",
         module: Some(summarize(module)?),
+        wasm_work: Some(summarize(work)?),
         create: Some(summarize(samples)?),
         startup: if startups.is_empty() {
             None
@@ -870,8 +876,11 @@ async fn run_wasm(args: &Args) -> Result<Report, Failure> {
 /// ValidateContainerAdjustment with the container, the merged adjustment,
 /// the fields' owners and the plugin's name (the adaptation's own merge
 /// code builds them). Each sample is the time of both calls (requests
-/// encoded beforehand, replies not decoded).
-async fn module_alone(path: &Path, args: &Args) -> Result<Vec<Duration>, Failure> {
+/// encoded beforehand, replies not decoded); each sample of the second
+/// list is the time of the work around them that any runtime must do:
+/// normalizing and encoding the request, decoding the reply, merging it,
+/// building and encoding the validation request, decoding its reply.
+async fn module_alone(path: &Path, args: &Args) -> Result<(Vec<Duration>, Vec<Duration>), Failure> {
     use nri_adaptation::CreateResult;
     use nri_wasm::{WasmEvent, WasmOptions, WasmPlugin};
     const T: Duration = Duration::from_secs(10);
@@ -896,15 +905,20 @@ async fn module_alone(path: &Path, args: &Args) -> Result<Vec<Duration>, Failure
         .await
         .map_err(|e| format!("Configure: {e}"))?;
     let mut samples = Vec::with_capacity(args.n);
+    let mut work = Vec::with_capacity(args.n);
     for i in 0..args.warmup + args.n {
-        let mut result = CreateResult::new(create_request(i as i64));
+        let req = create_request(i as i64);
+        let began = Instant::now();
+        let mut result = CreateResult::new(req);
         let encoded = result.request().encode_to_vec();
+        let mut worked = began.elapsed();
         let began = Instant::now();
         let reply = module
             .call(WasmEvent::CreateContainer, encoded, T)
             .await
             .map_err(|e| format!("CreateContainer {i}: {e}"))?;
         let create = began.elapsed();
+        let began = Instant::now();
         let reply = nri_api::CreateContainerResponse::decode(reply.as_slice())
             .map_err(|e| format!("CreateContainer {i}: reply: {e}"))?;
         let mut validate = nri_api::ValidateContainerAdjustmentRequest {
@@ -924,16 +938,26 @@ async fn module_alone(path: &Path, args: &Args) -> Result<Vec<Duration>, Failure
         validate.update = outcome.response.update;
         validate.owners = Some(outcome.owners.into_proto());
         let validate = validate.encode_to_vec();
+        worked += began.elapsed();
         let began = Instant::now();
-        module
+        let reply = module
             .call(WasmEvent::ValidateContainerAdjustment, validate, T)
             .await
             .map_err(|e| format!("ValidateContainerAdjustment {i}: {e}"))?;
+        let validated = began.elapsed();
+        let began = Instant::now();
+        let verdict = nri_api::ValidateContainerAdjustmentResponse::decode(reply.as_slice())
+            .map_err(|e| format!("ValidateContainerAdjustment {i}: reply: {e}"))?;
+        worked += began.elapsed();
+        if verdict.reject {
+            return Err(format!("ValidateContainerAdjustment {i}: rejected"));
+        }
         if i >= args.warmup {
-            samples.push(create + began.elapsed());
+            samples.push(create + validated);
+            work.push(worked);
         }
     }
-    Ok(samples)
+    Ok((samples, work))
 }
 
 /// The table of mode sync: ten containers per pod, each with four
