@@ -3,7 +3,7 @@
 use std::io;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, BufReader};
 
 use crate::error::MuxError;
@@ -105,25 +105,29 @@ where
 /// [`PAYLOAD_GROWTH_STEP`] bytes until they have arrived; then it grows to
 /// the whole length at once, so a large payload is not copied again and
 /// again as a growing buffer moves.
+///
+/// The buffer is zeroed as it grows and read into as initialized memory. A
+/// read into uninitialized capacity would let the trunk zero the whole
+/// unread rest of the payload at every read (a safe reader can only read
+/// into initialized bytes): for a 4 MiB payload arriving in socket-sized
+/// pieces, many times the payload in `memset`.
 async fn read_payload<R>(trunk: &mut R, len: usize) -> io::Result<Bytes>
 where
     R: AsyncRead + Unpin,
 {
-    let mut buf = BytesMut::new();
-    while buf.len() < len {
-        let upto = if buf.len() < PAYLOAD_GROWTH_STEP {
-            len.min(PAYLOAD_GROWTH_STEP)
-        } else {
-            len
-        };
-        let want = upto - buf.len();
-        buf.reserve(want);
-        let n = (&mut *trunk).take(want as u64).read_buf(&mut buf).await?;
+    let mut buf = vec![0u8; len.min(PAYLOAD_GROWTH_STEP)];
+    let mut filled = 0;
+    while filled < len {
+        if filled == buf.len() {
+            buf.resize(len, 0);
+        }
+        let n = trunk.read(&mut buf[filled..]).await?;
         if n == 0 {
             return Err(unexpected_eof());
         }
+        filled += n;
     }
-    Ok(buf.freeze())
+    Ok(Bytes::from(buf))
 }
 
 fn unexpected_eof() -> io::Error {
@@ -155,6 +159,49 @@ mod tests {
         let got = read_payload(&mut src, 150_000).await.unwrap();
         assert_eq!(&got[..], &data[..150_000]);
         assert_eq!(src.len(), 50_000);
+    }
+
+    /// Delivers its bytes a few at a time, as a socket does, and records for
+    /// each read how much of the space offered was uninitialized (what a
+    /// safe reader would have to zero first).
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        uninitialized: Vec<usize>,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            let uninitialized = buf.capacity() - buf.initialized().len();
+            self.uninitialized.push(uninitialized);
+            let n = buf.remaining().min(4096).min(self.data.len() - self.at);
+            let from = self.at;
+            buf.put_slice(&self.data[from..from + n]);
+            self.at += n;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn payload_reads_into_initialized_memory() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7) as u8).collect();
+        let mut src = Trickle {
+            data: data.clone(),
+            at: 0,
+            uninitialized: Vec::new(),
+        };
+        let got = read_payload(&mut src, data.len()).await.unwrap();
+        assert_eq!(&got[..], &data[..]);
+        assert!(src.uninitialized.len() > 70, "{}", src.uninitialized.len());
+        assert!(
+            src.uninitialized.iter().all(|&n| n == 0),
+            "reads offered uninitialized space: {:?}",
+            &src.uninitialized[..8]
+        );
     }
 
     #[tokio::test]

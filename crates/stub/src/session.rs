@@ -244,9 +244,10 @@ impl<P: Plugin> Session<P> {
             .plugin
             .synchronize(&ctx, &pods, &containers)
             .await
-            .map_err(handler_status)?;
+            .map_err(handler_status);
+        release_lists(pods, containers);
         Ok(SynchronizeResponse {
-            update,
+            update: update?,
             more: false,
         })
     }
@@ -511,5 +512,71 @@ impl<P: Plugin> Session<P> {
         };
         result.map_err(handler_status)?;
         Ok(Empty {})
+    }
+}
+
+/// Lists of more pods and containers than this are freed on a blocking
+/// thread rather than before the reply.
+const RELEASE_ELSEWHERE: usize = 1024;
+
+/// Frees the pods and containers of a Synchronize once the plugin has seen
+/// them. A large table is tens of thousands of small allocations (maps of
+/// annotations and labels, strings): freeing them takes about as long as
+/// decoding them did, and the runtime waits for the reply meanwhile. So a
+/// large table is freed on a blocking thread of the runtime (in parallel
+/// with the reply) and a small one here, where that costs nothing worth a
+/// thread.
+fn release_lists(pods: Vec<PodSandbox>, containers: Vec<Container>) {
+    let count = pods.len() + containers.len();
+    release(count, (pods, containers));
+}
+
+/// Drops `value`, which holds `count` objects: on a blocking thread when
+/// there are more than [`RELEASE_ELSEWHERE`] and a Tokio runtime to run
+/// it, here otherwise.
+fn release<T: Send + 'static>(count: usize, value: T) {
+    if count <= RELEASE_ELSEWHERE {
+        return;
+    }
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn_blocking(move || drop(value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends the id of the thread that drops it.
+    struct Witness(std::sync::mpsc::Sender<std::thread::ThreadId>);
+
+    impl Drop for Witness {
+        fn drop(&mut self) {
+            let _ = self.0.send(std::thread::current().id());
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_large_table_is_freed_on_another_thread() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        release(RELEASE_ELSEWHERE + 1, Witness(tx));
+        let dropped_on = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the table was never freed");
+        assert_ne!(dropped_on, std::thread::current().id());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_small_table_is_freed_at_once() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        release(RELEASE_ELSEWHERE, Witness(tx));
+        assert_eq!(rx.try_recv(), Ok(std::thread::current().id()));
+    }
+
+    #[test]
+    fn without_a_runtime_a_large_table_is_freed_at_once() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        release(RELEASE_ELSEWHERE + 1, Witness(tx));
+        assert_eq!(rx.try_recv(), Ok(std::thread::current().id()));
     }
 }
