@@ -515,32 +515,34 @@ impl<P: Plugin> Session<P> {
     }
 }
 
-/// Lists of more pods and containers than this are freed on a blocking
-/// thread rather than before the reply.
+/// Lists of more pods and containers than this are freed on a thread of
+/// their own rather than before the reply.
 const RELEASE_ELSEWHERE: usize = 1024;
 
 /// Frees the pods and containers of a Synchronize once the plugin has seen
 /// them. A large table is tens of thousands of small allocations (maps of
 /// annotations and labels, strings): freeing them takes about as long as
 /// decoding them did, and the runtime waits for the reply meanwhile. So a
-/// large table is freed on a blocking thread of the runtime (in parallel
-/// with the reply) and a small one here, where that costs nothing worth a
-/// thread.
+/// large table is freed on another thread (in parallel with the reply) and
+/// a small one here, where that costs nothing worth a thread.
 fn release_lists(pods: Vec<PodSandbox>, containers: Vec<Container>) {
     let count = pods.len() + containers.len();
     release(count, (pods, containers));
 }
 
-/// Drops `value`, which holds `count` objects: on a blocking thread when
-/// there are more than [`RELEASE_ELSEWHERE`] and a Tokio runtime to run
-/// it, here otherwise.
+/// Drops `value`, which holds `count` objects: on a short-lived thread of
+/// its own when there are more than [`RELEASE_ELSEWHERE`], here otherwise
+/// (also when no thread can be started: the refused closure drops it). A
+/// plain thread rather than the Tokio runtime's blocking pool, so that a
+/// plugin on a current-thread runtime does not carry the pool's code for
+/// this one use.
 fn release<T: Send + 'static>(count: usize, value: T) {
     if count <= RELEASE_ELSEWHERE {
         return;
     }
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        handle.spawn_blocking(move || drop(value));
-    }
+    let _ = std::thread::Builder::new()
+        .name("nri-stub-release".into())
+        .spawn(move || drop(value));
 }
 
 #[cfg(test)]
@@ -556,8 +558,8 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_large_table_is_freed_on_another_thread() {
+    #[test]
+    fn a_large_table_is_freed_on_another_thread() {
         let (tx, rx) = std::sync::mpsc::channel();
         release(RELEASE_ELSEWHERE + 1, Witness(tx));
         let dropped_on = rx
@@ -566,17 +568,10 @@ mod tests {
         assert_ne!(dropped_on, std::thread::current().id());
     }
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_small_table_is_freed_at_once() {
+    #[test]
+    fn a_small_table_is_freed_at_once() {
         let (tx, rx) = std::sync::mpsc::channel();
         release(RELEASE_ELSEWHERE, Witness(tx));
-        assert_eq!(rx.try_recv(), Ok(std::thread::current().id()));
-    }
-
-    #[test]
-    fn without_a_runtime_a_large_table_is_freed_at_once() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        release(RELEASE_ELSEWHERE + 1, Witness(tx));
         assert_eq!(rx.try_recv(), Ok(std::thread::current().id()));
     }
 }
