@@ -77,7 +77,17 @@ impl Adaptation {
                 // Their synchronization showed this event already.
                 plugins.retain(|p| !shown.iter().any(|s| Arc::ptr_eq(s, p)));
             }
+            // WebAssembly plugins whose instance this event may replace.
+            #[cfg(feature = "wasm")]
+            let wasm: Vec<Arc<Plugin>> = plugins.iter().filter(|p| p.is_wasm()).cloned().collect();
             let result = call(plugins, req, trace).await;
+            // A replaced instance is synchronized again before the runtime's
+            // next event reaches it (for a runtime that blocks plugin
+            // synchronization around its events).
+            #[cfg(feature = "wasm")]
+            for p in &wasm {
+                p.replacement_taken_up().await;
+            }
             self.inner.remove_closed();
             recorder.record("outcome", if result.is_ok() { "ok" } else { "error" });
             result

@@ -266,3 +266,57 @@ async fn a_replaced_instance_is_configured_and_synchronized_again() {
     assert_eq!(reply.adjust.unwrap().annotations["from"], "wasm");
     bounded(nri.stop()).await;
 }
+
+/// A runtime that blocks plugin synchronization around each event never
+/// reaches a replaced instance before it is synchronized again: the event
+/// whose call trapped returns only once the re-synchronization has queued
+/// for the lock, so the next event's block waits for it.
+#[tokio::test]
+async fn the_event_after_a_trap_waits_for_the_fresh_instance_to_be_synchronized() {
+    let env = Env::new();
+    let mut adjust = ContainerAdjustment::default();
+    adjust.add_annotation("from", "wasm");
+    let create = CreateContainerResponse {
+        adjust: Some(adjust),
+        ..Default::default()
+    };
+    // Each Synchronize shows in the runtime by this update.
+    let sync = SynchronizeResponse {
+        update: vec![ContainerUpdate {
+            container_id: "ctr-synced".into(),
+            ..Default::default()
+        }],
+        more: false,
+    };
+    install(
+        &env.plugin_dir(),
+        "10-stateful",
+        &stateful_module(&create.encode_to_vec(), &sync.encode_to_vec()),
+    );
+    let nri = wasm_builder(&env).build();
+    bounded(nri.start()).await.unwrap();
+    let syncs = || env.runtime.synced.lock().unwrap().len();
+    assert_eq!(syncs(), 1);
+
+    let mut trapping = create_request();
+    if let Some(c) = trapping.container.as_mut() {
+        c.name = "x".repeat(1000);
+    }
+    for round in 0..3 {
+        let block = bounded(nri.block_plugin_sync()).await;
+        bounded(nri.create_container(trapping.clone()))
+            .await
+            .unwrap_err();
+        drop(block);
+        // No waiting here: the block itself must wait for the Synchronize.
+        let block = bounded(nri.block_plugin_sync()).await;
+        assert_eq!(syncs(), 2 + round, "round {round}");
+        let reply = bounded(nri.create_container(create_request()))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(reply.adjust.unwrap().annotations["from"], "wasm");
+        drop(block);
+    }
+    assert!(env.runtime.sync_errors.lock().unwrap().is_empty());
+    bounded(nri.stop()).await;
+}

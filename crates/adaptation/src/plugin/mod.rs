@@ -192,6 +192,22 @@ impl Plugin {
         crate::policy::Policies::on_validator_fatal(policy, err)
     }
 
+    /// Whether the plugin is a WebAssembly module.
+    #[cfg(feature = "wasm")]
+    pub(crate) fn is_wasm(&self) -> bool {
+        matches!(self.backend, Backend::Wasm(_))
+    }
+
+    /// For a WebAssembly plugin, waits until the re-synchronization of its
+    /// replaced instances (if any) has been taken up; see
+    /// [`wasm::Wasm::replacement_taken_up`].
+    #[cfg(feature = "wasm")]
+    pub(crate) async fn replacement_taken_up(&self) {
+        if let Backend::Wasm(w) = &self.backend {
+            w.replacement_taken_up().await;
+        }
+    }
+
     /// Whether the plugin is closed or its connection is gone.
     pub(crate) fn is_closed(&self) -> bool {
         if self.closed.load(Ordering::Relaxed) {

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
+use std::task::Poll;
 use std::time::Duration;
 
 use nri_api::Event;
@@ -24,16 +25,65 @@ use crate::plugin::{Backend, Plugin};
 /// drops the call, which throws the instance away as a timeout does.
 const GRACE: Duration = Duration::from_secs(1);
 
+/// How long an event waits, at most, for the re-synchronization of a
+/// replaced instance to be taken up (see [`Wasm::replacement_taken_up`]).
+/// Taking it up needs no lock, only the task's turn on the executor; the
+/// bound keeps a task that was never started from stalling events.
+const TAKE_UP_LIMIT: Duration = Duration::from_secs(1);
+
 pub(crate) struct Wasm {
     plugin: WasmPlugin,
     closed: watch::Sender<bool>,
+    /// How many instances were thrown away (`WasmPlugin::discarded`).
+    discarded: watch::Receiver<u64>,
+    /// Up to which count of thrown-away instances the re-synchronization
+    /// task has taken them up: [`TAKEN_ALL`] while it is queued for the
+    /// sync lock or synchronizing (what it synchronizes covers every
+    /// replacement until then; later ones queue it again), and also once no
+    /// task will take any up; otherwise the count its last synchronization
+    /// covered.
+    taken_up: watch::Sender<u64>,
 }
+
+/// [`Wasm::taken_up`] while every replacement is (or will be) covered.
+const TAKEN_ALL: u64 = u64::MAX;
 
 impl Wasm {
     pub(crate) fn new(plugin: WasmPlugin) -> Wasm {
+        let discarded = plugin.discarded();
+        let now = *discarded.borrow();
         Wasm {
             plugin,
             closed: watch::Sender::new(false),
+            discarded,
+            taken_up: watch::Sender::new(now),
+        }
+    }
+
+    /// Waits until the re-synchronization of every instance thrown away so
+    /// far has been taken up by its task (queued for the sync lock, or
+    /// done). An event calls this before it returns, so that the runtime's
+    /// next event, if the runtime blocks plugin synchronization around its
+    /// events ([`Adaptation::block_plugin_sync`](crate::Adaptation::block_plugin_sync)),
+    /// waits for the fresh instance's Synchronize and never reaches it
+    /// unsynchronized. Returns at once when nothing was thrown away.
+    pub(crate) async fn replacement_taken_up(&self) {
+        let replaced = *self.discarded.borrow();
+        if *self.taken_up.borrow() >= replaced {
+            return;
+        }
+        let mut taken = self.taken_up.subscribe();
+        let closed = self.closed();
+        let waited = tokio::time::timeout(TAKE_UP_LIMIT, async {
+            tokio::select! {
+                _ = taken.wait_for(|t| *t >= replaced) => {}
+                _ = closed => {}
+            }
+        })
+        .await;
+        if waited.is_err() {
+            tracing::warn!(plugin = %self.plugin.name(),
+                "the synchronization of a replaced WASM plugin instance was not taken up");
         }
     }
 
@@ -96,10 +146,15 @@ pub(crate) fn resync_after_replacement(inner: &Arc<Inner>, plugin: &Arc<Plugin>)
         return;
     };
     let mut discarded = w.plugin.discarded();
+    // What happened before this task existed is not its to take up.
+    w.taken_up.send_replace(*discarded.borrow_and_update());
     let closed = w.closed();
     let inner: Weak<Inner> = Arc::downgrade(inner);
     let weak: Weak<Plugin> = Arc::downgrade(plugin);
+    let taken_up = TakenUp(Arc::downgrade(plugin));
     tokio::spawn(async move {
+        // Ends the events' waits whichever way the task ends.
+        let taken_up = taken_up;
         tokio::pin!(closed);
         loop {
             tokio::select! {
@@ -110,12 +165,20 @@ pub(crate) fn resync_after_replacement(inner: &Arc<Inner>, plugin: &Arc<Plugin>)
             let (Some(inner), Some(plugin)) = (inner.upgrade(), weak.upgrade()) else {
                 return;
             };
-            let _sync = inner.sync_lock.clone().write_owned().await;
+            let mut lock = std::pin::pin!(inner.sync_lock.clone().write_owned());
+            // Polled once, the lock has queued this task: a runtime event
+            // that blocks plugin synchronization now waits for it.
+            let first = std::future::poll_fn(|cx| Poll::Ready(lock.as_mut().poll(cx))).await;
+            taken_up.set(TAKEN_ALL);
+            let _sync = match first {
+                Poll::Ready(guard) => guard,
+                Poll::Pending => lock.await,
+            };
             if inner.is_stopped() || plugin.is_closed() {
                 return;
             }
             // Replacements during this synchronization call for another.
-            discarded.borrow_and_update();
+            let covered = *discarded.borrow_and_update();
             tracing::info!(plugin = %plugin.name,
                 "synchronizing the replaced WASM plugin instance");
             let mut sync = OnePluginSync {
@@ -140,8 +203,29 @@ pub(crate) fn resync_after_replacement(inner: &Arc<Inner>, plugin: &Arc<Plugin>)
                 inner.remove_closed();
                 return;
             }
+            taken_up.set(covered);
         }
     });
+}
+
+/// Sets [`Wasm::taken_up`] of a plugin, and [`TAKEN_ALL`] when dropped (no
+/// task takes up more replacements).
+struct TakenUp(Weak<Plugin>);
+
+impl TakenUp {
+    fn set(&self, value: u64) {
+        if let Some(plugin) = self.0.upgrade() {
+            if let Backend::Wasm(w) = &plugin.backend {
+                w.taken_up.send_replace(value);
+            }
+        }
+    }
+}
+
+impl Drop for TakenUp {
+    fn drop(&mut self) {
+        self.set(TAKEN_ALL);
+    }
 }
 
 /// The module's handler of an event.
