@@ -205,9 +205,11 @@ fn stateful_module(create: &[u8], sync: &[u8]) -> Vec<u8> {
     )
 }
 
-#[tokio::test]
-async fn a_replaced_instance_is_configured_and_synchronized_again() {
-    let env = Env::new();
+/// Starts a runtime with the stateful module as `10-stateful`: its
+/// CreateContainer adds the annotation `from: wasm` once synchronized, and
+/// each of its Synchronizes shows in the runtime by an update of
+/// `ctr-synced` (one so far).
+async fn start_stateful(env: &Env) -> nri_adaptation::Adaptation {
     let mut adjust = ContainerAdjustment::default();
     adjust.add_annotation("from", "wasm");
     let create = CreateContainerResponse {
@@ -226,22 +228,33 @@ async fn a_replaced_instance_is_configured_and_synchronized_again() {
         "10-stateful",
         &stateful_module(&create.encode_to_vec(), &sync.encode_to_vec()),
     );
-    let nri = wasm_builder(&env).build();
+    let nri = wasm_builder(env).build();
     bounded(nri.start()).await.unwrap();
-    let syncs = || env.runtime.synced.lock().unwrap().len();
-    assert_eq!(syncs(), 1);
-    let reply = bounded(nri.create_container(create_request()))
-        .await
-        .unwrap();
-    assert_eq!(reply.adjust.unwrap().annotations["from"], "wasm");
+    assert_eq!(env.runtime.synced.lock().unwrap().len(), 1);
+    nri
+}
 
-    // A request long enough to make the module trap.
+/// A container request long enough to make the stateful module trap.
+fn trapping_request() -> CreateContainerRequest {
     let mut trapping = create_request();
     if let Some(c) = trapping.container.as_mut() {
         c.name = "x".repeat(1000);
     }
     assert!(create_request().encoded_len() < 600);
-    let err = bounded(nri.create_container(trapping))
+    trapping
+}
+
+#[tokio::test]
+async fn a_replaced_instance_is_configured_and_synchronized_again() {
+    let env = Env::new();
+    let nri = start_stateful(&env).await;
+    let syncs = || env.runtime.synced.lock().unwrap().len();
+    let reply = bounded(nri.create_container(create_request()))
+        .await
+        .unwrap();
+    assert_eq!(reply.adjust.unwrap().annotations["from"], "wasm");
+
+    let err = bounded(nri.create_container(trapping_request()))
         .await
         .unwrap_err()
         .to_string();
@@ -274,34 +287,9 @@ async fn a_replaced_instance_is_configured_and_synchronized_again() {
 #[tokio::test]
 async fn the_event_after_a_trap_waits_for_the_fresh_instance_to_be_synchronized() {
     let env = Env::new();
-    let mut adjust = ContainerAdjustment::default();
-    adjust.add_annotation("from", "wasm");
-    let create = CreateContainerResponse {
-        adjust: Some(adjust),
-        ..Default::default()
-    };
-    // Each Synchronize shows in the runtime by this update.
-    let sync = SynchronizeResponse {
-        update: vec![ContainerUpdate {
-            container_id: "ctr-synced".into(),
-            ..Default::default()
-        }],
-        more: false,
-    };
-    install(
-        &env.plugin_dir(),
-        "10-stateful",
-        &stateful_module(&create.encode_to_vec(), &sync.encode_to_vec()),
-    );
-    let nri = wasm_builder(&env).build();
-    bounded(nri.start()).await.unwrap();
+    let nri = start_stateful(&env).await;
     let syncs = || env.runtime.synced.lock().unwrap().len();
-    assert_eq!(syncs(), 1);
-
-    let mut trapping = create_request();
-    if let Some(c) = trapping.container.as_mut() {
-        c.name = "x".repeat(1000);
-    }
+    let trapping = trapping_request();
     for round in 0..3 {
         let block = bounded(nri.block_plugin_sync()).await;
         bounded(nri.create_container(trapping.clone()))
