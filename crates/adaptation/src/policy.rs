@@ -172,6 +172,11 @@ impl Policies {
         }
     }
 
+    /// Whether [`check_required`](Self::check_required) checks anything.
+    pub fn checks_required(&self) -> bool {
+        self.check_required
+    }
+
     /// Fails if a required plugin (by the runtime's list or the pod's
     /// `required-plugins.noderesource.dev` annotation for `container`) is
     /// not among `connected` (`(index, base name)` pairs).
