@@ -342,12 +342,12 @@ fn build_min_plugins() -> (PathBuf, PathBuf, PathBuf) {
         .parent()
         .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
         .join("min-plugin");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let manifest = nri_interop::interop_dir()
+        .join("min-plugin")
+        .join("Cargo.toml");
     let build = |dir: &str, static_: bool, extra: &[&str]| -> PathBuf {
         let target_dir = base.join(dir);
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-        let manifest = nri_interop::interop_dir()
-            .join("min-plugin")
-            .join("Cargo.toml");
         let mut cmd = Command::new(&cargo);
         cmd.env("CARGO_TARGET_DIR", &target_dir)
             .env_remove("CARGO_ENCODED_RUSTFLAGS")

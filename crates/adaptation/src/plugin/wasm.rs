@@ -42,7 +42,7 @@ pub(crate) struct Wasm {
     /// replacement until then; later ones queue it again), and also once no
     /// task will take any up; otherwise the count its last synchronization
     /// covered.
-    taken_up: watch::Sender<u64>,
+    taken_up: Arc<watch::Sender<u64>>,
 }
 
 /// [`Wasm::taken_up`] while every replacement is (or will be) covered.
@@ -56,7 +56,7 @@ impl Wasm {
             plugin,
             closed: watch::Sender::new(false),
             discarded,
-            taken_up: watch::Sender::new(now),
+            taken_up: Arc::new(watch::Sender::new(now)),
         }
     }
 
@@ -151,7 +151,7 @@ pub(crate) fn resync_after_replacement(inner: &Arc<Inner>, plugin: &Arc<Plugin>)
     let closed = w.closed();
     let inner: Weak<Inner> = Arc::downgrade(inner);
     let weak: Weak<Plugin> = Arc::downgrade(plugin);
-    let taken_up = TakenUp(Arc::downgrade(plugin));
+    let taken_up = TakenUp(w.taken_up.clone());
     tokio::spawn(async move {
         // Ends the events' waits whichever way the task ends.
         let taken_up = taken_up;
@@ -210,15 +210,11 @@ pub(crate) fn resync_after_replacement(inner: &Arc<Inner>, plugin: &Arc<Plugin>)
 
 /// Sets [`Wasm::taken_up`] of a plugin, and [`TAKEN_ALL`] when dropped (no
 /// task takes up more replacements).
-struct TakenUp(Weak<Plugin>);
+struct TakenUp(Arc<watch::Sender<u64>>);
 
 impl TakenUp {
     fn set(&self, value: u64) {
-        if let Some(plugin) = self.0.upgrade() {
-            if let Backend::Wasm(w) = &plugin.backend {
-                w.taken_up.send_replace(value);
-            }
-        }
+        self.0.send_replace(value);
     }
 }
 
