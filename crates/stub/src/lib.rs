@@ -65,6 +65,7 @@ mod runtime_handle;
 mod server;
 mod session;
 mod stub;
+mod sync;
 mod trace;
 mod version;
 

@@ -10,6 +10,7 @@ use tokio::sync::{oneshot, Notify};
 use crate::events::subscription;
 use crate::identity::Identity;
 use crate::panic::{Caught, HandlerPanic};
+use crate::sync::{Pending, SyncMessage, Tables};
 use crate::version::runtime_nri_version;
 use crate::{
     BoxError, ConfigureInfo, Context, Error, Plugin, RuntimeHandle, RuntimeInfo,
@@ -51,8 +52,8 @@ pub(crate) struct Session<P> {
 struct State {
     context: Option<Context>,
     subscribed: EventMask,
-    /// Pods and containers of a split Synchronize received so far.
-    pending_sync: Option<(Vec<PodSandbox>, Vec<Container>)>,
+    /// The messages of a split Synchronize received so far.
+    pending_sync: Option<Pending>,
 }
 
 /// Turns a handler error into the status the runtime receives: code `Unknown` and the
@@ -212,33 +213,29 @@ impl<P: Plugin> Session<P> {
 
     pub(crate) async fn synchronize(
         &self,
-        req: Box<SynchronizeRequest>,
+        req: Box<SyncMessage>,
     ) -> Result<SynchronizeResponse, Status> {
         let ctx = self.context()?;
-        let (pods, containers) = {
-            let mut state = self.state();
-            let (pods, containers) = match state.pending_sync.take() {
-                // The first message's lists are kept as they are.
-                None => (req.pods, req.containers),
-                Some((mut pods, mut containers)) => {
-                    pods.extend(req.pods);
-                    containers.extend(req.containers);
-                    (pods, containers)
-                }
-            };
-            if req.more {
-                tracing::debug!(
-                    pods = pods.len(),
-                    containers = containers.len(),
-                    "collecting split synchronize"
-                );
-                state.pending_sync = Some((pods, containers));
-                return Ok(SynchronizeResponse {
-                    update: Vec::new(),
-                    more: true,
-                });
+        let pending = self.state().pending_sync.take();
+        if req.more {
+            let pending = match pending {
+                None => Pending::start(*req),
+                Some(mut pending) => pending.add(*req).map(|()| pending),
+            }?;
+            tracing::debug!("collecting split synchronize");
+            self.state().pending_sync = Some(pending);
+            return Ok(SynchronizeResponse {
+                update: Vec::new(),
+                more: true,
+            });
+        }
+        let (pods, containers) = match pending {
+            None => {
+                let mut tables = Tables::default();
+                req.decode_into(&mut tables)?;
+                tables
             }
-            (pods, containers)
+            Some(pending) => pending.finish(*req).await?,
         };
         let update = self
             .plugin
