@@ -17,7 +17,9 @@
 //! every plugin call (metrics on; default off).
 //!
 //! * `create`: registers `-registrations` plugins one at a time (process
-//!   start to completed Synchronize), starts `-plugins` plugins subscribed
+//!   start to completed Synchronize), times as many plugin processes from
+//!   their start to their connection to a bare listener and to the end of
+//!   a registration by a scripted runtime (frames encoded in advance), starts `-plugins` plugins subscribed
 //!   to CreateContainer (one annotation and one variable each), reads their
 //!   and its own `VmRSS` once every adjustment shows, times `-n`
 //!   CreateContainer calls, reads its own `VmRSS` again.
@@ -97,6 +99,10 @@ struct Report {
     /// Plugin process start to its connection to a socket nothing serves.
     #[serde(skip_serializing_if = "Option::is_none")]
     plugin_connect: Option<Latency>,
+    /// Plugin process start to its Synchronize reply, registered by a
+    /// scripted runtime that sends frames encoded in advance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugin_scripted: Option<Latency>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     plugin_rss_kib: Vec<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -487,7 +493,8 @@ impl Bench {
 
     /// Times plugins from process start to their connection to a bare
     /// socket that nothing serves: what every registration costs before
-    /// a runtime sees the plugin, whichever runtime it is.
+    /// a runtime sees the plugin, whichever runtime it is. Paced as the
+    /// measured registrations are, 50 ms apart.
     async fn start_to_connect(&self, count: usize) -> Result<Vec<Duration>, Failure> {
         let socket = self.dir.path().join("bare.sock");
         let listener = tokio::net::UnixListener::bind(&socket)
@@ -509,6 +516,47 @@ impl Bench {
             took.push(began.elapsed());
             drop(conn);
             drop(child);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(took)
+    }
+
+    /// Times plugins from process start to the end of their Synchronize
+    /// against a scripted runtime: a bare listener that answers
+    /// RegisterPlugin and sends Configure and Synchronize as frames
+    /// encoded in advance, reading the plugin's frames without decoding
+    /// more than their headers. No runtime can register a plugin in less
+    /// time: what is left is the plugin's own part. Paced as the measured
+    /// registrations are, 50 ms apart.
+    async fn scripted_registration(&self, count: usize) -> Result<Vec<Duration>, Failure> {
+        let socket = self.dir.path().join("scripted.sock");
+        let listener = tokio::net::UnixListener::bind(&socket)
+            .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
+        let script = Script::new()?;
+        let config = json!({"events": ["CreateContainer"]});
+        let mut took = Vec::with_capacity(count);
+        for i in 0..count {
+            let began = Instant::now();
+            let child = Plugins(vec![self.spawn_at(
+                &socket,
+                70 + i % 10,
+                &format!("scripted{i}"),
+                &config,
+            )?]);
+            let (conn, _) = tokio::time::timeout(Duration::from_secs(30), listener.accept())
+                .await
+                .map_err(|_| format!("scripted {i}: plugin did not connect within 30 s"))?
+                .map_err(|e| format!("scripted {i}: accept: {e}"))?;
+            // Served with blocking calls on this thread: nothing else is
+            // waiting for it meanwhile, and no task hand-over adds time.
+            let mut conn = conn.into_std().map_err(|e| format!("scripted {i}: {e}"))?;
+            let ended = script
+                .serve(&mut conn)
+                .map_err(|e| format!("scripted {i}: {e}"))?;
+            took.push(ended - began);
+            drop(conn);
+            drop(child);
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok(took)
     }
@@ -518,12 +566,143 @@ impl Bench {
     }
 }
 
+/// The runtime's side of a registration, encoded in advance: the reply to
+/// RegisterPlugin (its stream id filled in when the request arrives), the
+/// Configure request and the Synchronize request with empty lists.
+struct Script {
+    configure: Vec<u8>,
+    synchronize: Vec<u8>,
+}
+
+/// Stream ids of the scripted runtime's two requests.
+const SCRIPT_CONFIGURE_ID: u32 = 1;
+const SCRIPT_SYNCHRONIZE_ID: u32 = 3;
+
+impl Script {
+    fn new() -> Result<Script, Failure> {
+        use nri_api::service::{plugin as method, PLUGIN_SERVICE};
+        let request = |id: u32, method: &str, payload: Vec<u8>| {
+            let envelope = nri_ttrpc::proto::Request {
+                service: PLUGIN_SERVICE.into(),
+                method: method.into(),
+                payload,
+                timeout_nano: 2_000_000_000,
+                metadata: Vec::new(),
+            }
+            .encode_to_vec();
+            mux_frame(
+                nri_mux::PLUGIN_SERVICE_CONN,
+                id,
+                nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
+                &envelope,
+            )
+        };
+        let configure = nri_api::ConfigureRequest {
+            config: String::new(),
+            runtime_name: "nri-rs-adaptation-bench".into(),
+            runtime_version: env!("CARGO_PKG_VERSION").into(),
+            registration_timeout: 5000,
+            request_timeout: 2000,
+            nri_version: nri_api::NRI_VERSION.to_string(),
+        }
+        .encode_to_vec();
+        let synchronize = nri_api::SynchronizeRequest::default().encode_to_vec();
+        Ok(Script {
+            configure: request(SCRIPT_CONFIGURE_ID, method::CONFIGURE, configure)?,
+            synchronize: request(SCRIPT_SYNCHRONIZE_ID, method::SYNCHRONIZE, synchronize)?,
+        })
+    }
+
+    /// Registers the plugin on `conn` and returns when its Synchronize
+    /// reply has arrived.
+    fn serve(&self, conn: &mut std::os::unix::net::UnixStream) -> Result<Instant, Failure> {
+        use std::io::Write;
+        conn.set_nonblocking(false)
+            .and_then(|()| conn.set_read_timeout(Some(Duration::from_secs(10))))
+            .map_err(|e| format!("socket: {e}"))?;
+        let register = read_frame(conn, nri_mux::RUNTIME_SERVICE_CONN, None)?;
+        // An empty response envelope: status OK, empty reply.
+        let mut out = mux_frame(
+            nri_mux::RUNTIME_SERVICE_CONN,
+            register,
+            nri_ttrpc::frame::MESSAGE_TYPE_RESPONSE,
+            &[],
+        )?;
+        out.extend_from_slice(&self.configure);
+        conn.write_all(&out).map_err(|e| format!("write: {e}"))?;
+        read_frame(
+            conn,
+            nri_mux::PLUGIN_SERVICE_CONN,
+            Some(SCRIPT_CONFIGURE_ID),
+        )?;
+        conn.write_all(&self.synchronize)
+            .map_err(|e| format!("write: {e}"))?;
+        read_frame(
+            conn,
+            nri_mux::PLUGIN_SERVICE_CONN,
+            Some(SCRIPT_SYNCHRONIZE_ID),
+        )?;
+        Ok(Instant::now())
+    }
+}
+
+/// One ttRPC message in one mux frame on `conn`.
+fn mux_frame(conn: u32, stream_id: u32, kind: u8, body: &[u8]) -> Result<Vec<u8>, Failure> {
+    let length = u32::try_from(body.len()).map_err(|_| "scripted message too long")?;
+    let header = nri_ttrpc::frame::FrameHeader {
+        length,
+        stream_id,
+        kind,
+        flags: 0,
+    };
+    let mux_len = u32::try_from(body.len() + nri_ttrpc::frame::HEADER_LEN)
+        .map_err(|_| "scripted message too long")?;
+    let mut out =
+        Vec::with_capacity(nri_mux::HEADER_LEN + nri_ttrpc::frame::HEADER_LEN + body.len());
+    out.extend_from_slice(&conn.to_be_bytes());
+    out.extend_from_slice(&mux_len.to_be_bytes());
+    out.extend_from_slice(&header.encode());
+    out.extend_from_slice(body);
+    Ok(out)
+}
+
+/// Reads frames until one for `conn` (with ttRPC stream id `stream`, if
+/// given) and returns its stream id; other frames are skipped.
+fn read_frame(
+    conn: &mut std::os::unix::net::UnixStream,
+    want_conn: u32,
+    stream: Option<u32>,
+) -> Result<u32, Failure> {
+    use std::io::Read;
+    loop {
+        let mut head = [0u8; nri_mux::HEADER_LEN + nri_ttrpc::frame::HEADER_LEN];
+        conn.read_exact(&mut head)
+            .map_err(|e| format!("read frame header: {e}"))?;
+        let [c0, c1, c2, c3, l0, l1, l2, l3, rest @ ..] = head;
+        let (id, len) = (
+            u32::from_be_bytes([c0, c1, c2, c3]),
+            u32::from_be_bytes([l0, l1, l2, l3]) as usize,
+        );
+        let ttrpc = nri_ttrpc::frame::FrameHeader::decode(&rest);
+        let body = len
+            .checked_sub(nri_ttrpc::frame::HEADER_LEN)
+            .ok_or("mux frame shorter than a ttRPC header")?;
+        let mut skip = vec![0u8; body];
+        conn.read_exact(&mut skip)
+            .map_err(|e| format!("read frame: {e}"))?;
+        if id == want_conn && stream.is_none_or(|s| s == ttrpc.stream_id) {
+            return Ok(ttrpc.stream_id);
+        }
+    }
+}
+
 async fn run_create(args: &Args) -> Result<Report, Failure> {
     let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
     let (_, reg, _, _) = b
         .synchronize_one_by_one(args.registrations, 90, "reg", Duration::from_secs(30))
         .await?;
     let connect = b.start_to_connect(args.registrations).await?;
+    let scripted = b.scripted_registration(args.registrations).await?;
     let plugins = b.start_plugins(args.plugins, bench_config).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let plugin_rss = plugins
@@ -589,6 +768,11 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
             None
         } else {
             Some(summarize(connect)?)
+        },
+        plugin_scripted: if scripted.is_empty() {
+            None
+        } else {
+            Some(summarize(scripted)?)
         },
         plugin_rss_kib: plugin_rss,
         plugin_anon_kib: plugin_anon,
