@@ -2,39 +2,72 @@
 //! or, for a table above the message size limit, in several (each but the
 //! last with `more` set).
 //!
-//! A message arrives as [`SyncMessage`]: its pods and containers still
-//! encoded, one slice of the received frame each, so nothing is decoded
-//! before the handler decides where. The last message (and a table in one
-//! message) is decoded where it is handled. The earlier messages of a split
+//! A message arrives as [`SyncMessage`]: a large one with its pods and
+//! containers still encoded, one slice of the received frame each, so
+//! nothing is decoded before the handler decides where. The last message
+//! (and a table in one message) is decoded where it is handled. The earlier messages of a split
 //! table are decoded on a thread of their own while the runtime prepares
 //! and sends the next one: the stub answers them at once, so decoding a
 //! large table overlaps with its encoding and transfer instead of adding to
 //! them. Pods and containers keep the order in which they were sent.
 
-use nri_api::{Container, PodSandbox};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use nri_api::{Container, PodSandbox, SynchronizeRequest};
 use nri_ttrpc::Status;
 use prost::bytes::{Buf, Bytes};
 use prost::encoding::{DecodeContext, WireType};
 use prost::Message;
 use tokio::sync::oneshot;
 
-/// A `SynchronizeRequest` with its pods (field 1) and containers (field 2)
-/// left encoded. Decodes every valid `SynchronizeRequest`, unknown fields
-/// skipped as the generated type skips them.
+/// Messages from this size on keep their pods and containers encoded until
+/// the handler decides where to decode them; smaller ones are decoded as
+/// they are read, by the generated request's own code.
+const DEFER_FROM: usize = 64 * 1024;
+
+/// A `SynchronizeRequest` as received: a small one decoded, a large one
+/// with its pods (field 1) and containers (field 2) left encoded, each as
+/// its field's length and body, a slice of the received frame. Reads every
+/// valid `SynchronizeRequest`, unknown fields skipped as the generated type
+/// skips them.
 #[derive(Debug, Default)]
 pub(crate) struct SyncMessage {
-    pods: Vec<Bytes>,
-    containers: Vec<Bytes>,
+    body: Body,
     pub(crate) more: bool,
+}
+
+#[derive(Debug)]
+enum Body {
+    /// Decoded as read; `more` is not used.
+    Decoded(SynchronizeRequest),
+    /// Field number and length-prefixed body, in the order received.
+    Encoded(Vec<(u32, Bytes)>),
+}
+
+impl Default for Body {
+    fn default() -> Body {
+        Body::Decoded(SynchronizeRequest::default())
+    }
 }
 
 impl Message for SyncMessage {
     fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
-        for pod in &self.pods {
-            prost::encoding::bytes::encode(1, pod, buf);
-        }
-        for ctr in &self.containers {
-            prost::encoding::bytes::encode(2, ctr, buf);
+        match &self.body {
+            Body::Decoded(req) => {
+                for pod in &req.pods {
+                    prost::encoding::message::encode(1, pod, buf);
+                }
+                for ctr in &req.containers {
+                    prost::encoding::message::encode(2, ctr, buf);
+                }
+            }
+            Body::Encoded(fields) => {
+                for (tag, raw) in fields {
+                    prost::encoding::encode_key(*tag, WireType::LengthDelimited, buf);
+                    buf.put_slice(raw);
+                }
+            }
         }
         if self.more {
             prost::encoding::bool::encode(3, &self.more, buf);
@@ -48,22 +81,60 @@ impl Message for SyncMessage {
         buf: &mut impl Buf,
         ctx: DecodeContext,
     ) -> Result<(), prost::DecodeError> {
-        let list = match tag {
-            1 => &mut self.pods,
-            2 => &mut self.containers,
+        match tag {
+            1 | 2 => {}
             3 => return prost::encoding::bool::merge(wire_type, &mut self.more, buf, ctx),
             _ => return prost::encoding::skip_field(wire_type, tag, buf, ctx),
+        }
+        if let Body::Decoded(req) = &self.body {
+            // Decided at the first pod or container.
+            if req.pods.is_empty() && req.containers.is_empty() && buf.remaining() >= DEFER_FROM {
+                self.body = Body::Encoded(Vec::new());
+            }
+        }
+        let fields = match &mut self.body {
+            Body::Decoded(req) => return req.merge_field(tag, wire_type, buf, ctx),
+            Body::Encoded(fields) => fields,
         };
-        // A slice of the received frame, not a copy, when `buf` is `Bytes`.
-        let mut part = Bytes::new();
-        prost::encoding::bytes::merge(wire_type, &mut part, buf, ctx)?;
-        list.push(part);
+        prost::encoding::check_wire_type(WireType::LengthDelimited, wire_type)?;
+        // The length and the body, as one slice of the received frame
+        // when `buf` is `Bytes` (its first chunk is all of it).
+        let mut peek = buf.chunk();
+        let available = peek.len();
+        let whole = prost::encoding::decode_varint(&mut peek)
+            .ok()
+            .and_then(|len| usize::try_from(len).ok())
+            .and_then(|len| (available - peek.len()).checked_add(len))
+            .filter(|&whole| whole <= available);
+        let raw = match whole {
+            Some(whole) => buf.copy_to_bytes(whole),
+            // Split across chunks or cut short: read it field by field
+            // (the error, if any, is the one decoding the request gives).
+            None => {
+                let mut body = Bytes::new();
+                prost::encoding::bytes::merge(wire_type, &mut body, buf, ctx)?;
+                let mut raw = Vec::with_capacity(body.len() + 10);
+                prost::encoding::encode_varint(body.len() as u64, &mut raw);
+                raw.extend_from_slice(&body);
+                Bytes::from(raw)
+            }
+        };
+        fields.push((tag, raw));
         Ok(())
     }
 
     fn encoded_len(&self) -> usize {
-        prost::encoding::bytes::encoded_len_repeated(1, &self.pods)
-            + prost::encoding::bytes::encoded_len_repeated(2, &self.containers)
+        let lists = match &self.body {
+            Body::Decoded(req) => {
+                prost::encoding::message::encoded_len_repeated(1, &req.pods)
+                    + prost::encoding::message::encoded_len_repeated(2, &req.containers)
+            }
+            Body::Encoded(fields) => fields
+                .iter()
+                .map(|(tag, raw)| prost::encoding::key_len(*tag) + raw.len())
+                .sum(),
+        };
+        lists
             + if self.more {
                 prost::encoding::bool::encoded_len(3, &self.more)
             } else {
@@ -72,8 +143,7 @@ impl Message for SyncMessage {
     }
 
     fn clear(&mut self) {
-        self.pods.clear();
-        self.containers.clear();
+        self.body = Body::default();
         self.more = false;
     }
 }
@@ -83,30 +153,42 @@ impl nri_api::Subject for SyncMessage {}
 /// Pods and containers, decoded.
 pub(crate) type Tables = (Vec<PodSandbox>, Vec<Container>);
 
-/// Encoded pods and containers of one message.
-type Parts = (Vec<Bytes>, Vec<Bytes>);
-
 impl SyncMessage {
-    fn into_parts(self) -> Parts {
-        (self.pods, self.containers)
-    }
-
-    /// Decodes this message's pods and containers, appending them to `into`.
+    /// Decodes this message's pods and containers (if still encoded),
+    /// appending them to `into`.
     pub(crate) fn decode_into(self, into: &mut Tables) -> Result<(), Status> {
-        decode_parts(self.into_parts(), into).map_err(decode_status)
+        self.body.decode_into(into).map_err(decode_status)
     }
 }
 
-fn decode_parts((pods, containers): Parts, into: &mut Tables) -> Result<(), prost::DecodeError> {
-    into.0.reserve(pods.len());
-    for pod in pods {
-        into.0.push(PodSandbox::decode(pod)?);
+impl Body {
+    fn decode_into(self, into: &mut Tables) -> Result<(), prost::DecodeError> {
+        let mut req = match self {
+            Body::Decoded(req) => req,
+            Body::Encoded(fields) => {
+                // The generated request's own field decoding, fed as the
+                // ttRPC server feeds a request it decodes.
+                let mut req = SynchronizeRequest::default();
+                for (tag, mut raw) in fields {
+                    let mut buf = &mut raw;
+                    req.merge_field(
+                        tag,
+                        WireType::LengthDelimited,
+                        &mut buf,
+                        DecodeContext::default(),
+                    )?;
+                }
+                req
+            }
+        };
+        if into.0.is_empty() && into.1.is_empty() {
+            *into = (req.pods, req.containers);
+        } else {
+            into.0.append(&mut req.pods);
+            into.1.append(&mut req.containers);
+        }
+        Ok(())
     }
-    into.1.reserve(containers.len());
-    for ctr in containers {
-        into.1.push(Container::decode(ctr)?);
-    }
-    Ok(())
 }
 
 /// The status for a message that does not decode, as the ttRPC server
@@ -115,16 +197,85 @@ fn decode_status(err: prost::DecodeError) -> Status {
     Status::internal(format!("ttrpc: error unmarshalling payload: {err}"))
 }
 
+/// Messages waiting for the decoding thread.
+#[derive(Default)]
+pub(crate) struct Queue {
+    state: Mutex<Queued>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct Queued {
+    messages: VecDeque<Body>,
+    /// No more messages will come.
+    closed: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Queued> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, message: Body) {
+        self.lock().messages.push_back(message);
+        self.ready.notify_one();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_one();
+    }
+
+    /// The next message, or `None` once the queue is closed and empty.
+    fn next(&self) -> Option<Body> {
+        let mut queued = self.lock();
+        loop {
+            if let Some(message) = queued.messages.pop_front() {
+                return Some(message);
+            }
+            if queued.closed {
+                return None;
+            }
+            queued = self
+                .ready
+                .wait(queued)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Decodes every message until the queue is closed. After the first
+    /// that does not decode, the rest are dropped unread.
+    fn decode_all(&self) -> Result<Tables, prost::DecodeError> {
+        let mut tables = Tables::default();
+        let mut outcome = Ok(());
+        while let Some(message) = self.next() {
+            if outcome.is_ok() {
+                outcome = message.decode_into(&mut tables);
+            }
+        }
+        outcome.map(|()| tables)
+    }
+}
+
+/// The sending side of a [`Queue`]: closes it when dropped, so the thread
+/// ends with the connection even when the last message never comes.
+pub(crate) struct Feed(Arc<Queue>);
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// The messages of a split table received so far, and where they are
 /// decoded.
 pub(crate) enum Pending {
     /// Decoded here (no thread could be started).
     Decoded(Tables),
     /// Decoded by a thread of their own, which gets every further message
-    /// but the last through `parts` and answers on `done` once `parts` is
-    /// closed (or at the first message that does not decode).
+    /// but the last through `feed` and answers on `done` once it is closed.
     Decoding {
-        parts: std::sync::mpsc::Sender<Parts>,
+        feed: Feed,
         done: oneshot::Receiver<Result<Tables, prost::DecodeError>>,
     },
 }
@@ -132,20 +283,21 @@ pub(crate) enum Pending {
 impl Pending {
     /// Starts collecting a split table with its first message.
     pub(crate) fn start(first: SyncMessage) -> Result<Pending, Status> {
-        let (parts, queue) = std::sync::mpsc::channel::<Parts>();
+        let queue = Arc::new(Queue::default());
         let (answer, done) = oneshot::channel();
-        let decoder = std::thread::Builder::new()
-            .name("nri-stub-sync".into())
-            .spawn(move || {
-                let mut tables = Tables::default();
-                let outcome = queue
-                    .iter()
-                    .try_for_each(|message| decode_parts(message, &mut tables))
-                    .map(|()| tables);
-                let _ = answer.send(outcome);
-            });
+        let decoder = {
+            let queue = Arc::clone(&queue);
+            std::thread::Builder::new()
+                .name("nri-stub-sync".into())
+                .spawn(move || {
+                    let _ = answer.send(queue.decode_all());
+                })
+        };
         let mut pending = match decoder {
-            Ok(_) => Pending::Decoding { parts, done },
+            Ok(_) => Pending::Decoding {
+                feed: Feed(queue),
+                done,
+            },
             Err(err) => {
                 tracing::debug!(
                     "no thread to decode a split synchronize on ({err}): decoding here"
@@ -161,10 +313,8 @@ impl Pending {
     pub(crate) fn add(&mut self, message: SyncMessage) -> Result<(), Status> {
         match self {
             Pending::Decoded(tables) => message.decode_into(tables),
-            // If the thread has stopped at a message that does not decode,
-            // this one is dropped: the error is reported with the last.
-            Pending::Decoding { parts, .. } => {
-                let _ = parts.send(message.into_parts());
+            Pending::Decoding { feed, .. } => {
+                feed.0.push(message.body);
                 Ok(())
             }
         }
@@ -178,12 +328,12 @@ impl Pending {
                 last.decode_into(&mut tables)?;
                 Ok(tables)
             }
-            Pending::Decoding { parts, done } => {
+            Pending::Decoding { feed, done } => {
+                drop(feed);
                 // The last message is decoded here while the thread
-                // finishes the one before.
+                // finishes the ones before.
                 let mut tail = Tables::default();
                 let decoded = last.decode_into(&mut tail);
-                drop(parts);
                 let mut tables = done
                     .await
                     .map_err(|_| Status::internal("split synchronize: decoding thread lost"))?
@@ -200,7 +350,6 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nri_api::SynchronizeRequest;
 
     fn request(pods: &[&str], ctrs: &[&str], more: bool) -> SynchronizeRequest {
         SynchronizeRequest {
@@ -242,6 +391,66 @@ mod tests {
         assert_eq!(msg.encoded_len(), req.encoded_len());
     }
 
+    /// A request of more than [`DEFER_FROM`] bytes: `count` pods with a
+    /// 1 KiB annotation each, named `{prefix}{i}`.
+    fn large(prefix: &str, count: usize, more: bool) -> SynchronizeRequest {
+        SynchronizeRequest {
+            pods: (0..count)
+                .map(|i| PodSandbox {
+                    id: format!("{prefix}{i}"),
+                    annotations: [("a".to_string(), "x".repeat(1024))].into(),
+                    ..Default::default()
+                })
+                .collect(),
+            containers: Vec::new(),
+            more,
+        }
+    }
+
+    #[test]
+    fn a_large_message_keeps_its_lists_encoded_until_decoded() {
+        let req = large("p", 80, true);
+        assert!(req.encoded_len() > DEFER_FROM);
+        let msg = message(&req);
+        assert!(matches!(&msg.body, Body::Encoded(fields) if fields.len() == 80));
+        assert!(msg.more);
+        assert_eq!(msg.encode_to_vec(), req.encode_to_vec());
+        assert_eq!(msg.encoded_len(), req.encoded_len());
+        let mut tables = Tables::default();
+        msg.decode_into(&mut tables).unwrap();
+        assert_eq!(tables.0, req.pods);
+    }
+
+    #[test]
+    fn a_small_message_is_decoded_as_read() {
+        let msg = message(&request(&["p"], &["c"], false));
+        assert!(matches!(&msg.body, Body::Decoded(req) if req.pods.len() == 1));
+    }
+
+    #[tokio::test]
+    async fn large_and_small_messages_keep_the_order_sent() {
+        let mut pending = Pending::start(message(&large("a", 70, true))).unwrap();
+        pending
+            .add(message(&request(&["b"], &["c1"], true)))
+            .unwrap();
+        pending.add(message(&large("d", 70, true))).unwrap();
+        let mut last = large("e", 70, false);
+        last.containers = vec![Container {
+            id: "c2".into(),
+            ..Default::default()
+        }];
+        let tables = pending.finish(message(&last)).await.unwrap();
+        let expected: Vec<String> = (0..70)
+            .map(|i| format!("a{i}"))
+            .chain(["b".to_string()])
+            .chain((0..70).map(|i| format!("d{i}")))
+            .chain((0..70).map(|i| format!("e{i}")))
+            .collect();
+        let (pods, ctrs) = ids(&tables);
+        assert_eq!(pods, expected);
+        assert_eq!(ctrs, vec!["c1", "c2"]);
+    }
+
     #[test]
     fn unknown_fields_are_skipped() {
         let mut bytes = request(&["p"], &["c"], false).encode_to_vec();
@@ -274,9 +483,10 @@ mod tests {
     #[tokio::test]
     async fn an_earlier_message_that_does_not_decode_fails_the_last() {
         // A pod whose field 1 (id) claims more bytes than it has.
-        let mut broken = SyncMessage::default();
-        broken.pods.push(Bytes::from_static(&[0x0a, 0x05, b'x']));
-        broken.more = true;
+        let broken = SyncMessage {
+            body: Body::Encoded(vec![(1, Bytes::from_static(&[3, 0x0a, 0x05, b'x']))]),
+            more: true,
+        };
         let mut pending = Pending::start(message(&request(&["p1"], &[], true))).unwrap();
         pending.add(broken).unwrap();
         pending.add(message(&request(&["p2"], &[], true))).unwrap();
@@ -295,8 +505,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_last_message_that_does_not_decode_fails() {
-        let mut broken = SyncMessage::default();
-        broken.containers.push(Bytes::from_static(&[0x0a, 0x05]));
+        let broken = SyncMessage {
+            body: Body::Encoded(vec![(2, Bytes::from_static(&[2, 0x0a, 0x05]))]),
+            more: false,
+        };
         let pending = Pending::start(message(&request(&["p1"], &[], true))).unwrap();
         let err = pending.finish(broken).await.unwrap_err();
         assert_eq!(err.code(), nri_ttrpc::Code::Internal);
