@@ -22,14 +22,17 @@
 //!   a registration by a scripted runtime (frames encoded in advance), starts `-plugins` plugins subscribed
 //!   to CreateContainer (one annotation and one variable each), reads their
 //!   and its own `VmRSS` once every adjustment shows, times `-n`
-//!   CreateContainer calls, reads its own `VmRSS` again.
+//!   CreateContainer calls, reads its own `VmRSS` again; then times as many
+//!   calls through the same number of fresh plugins from a scripted runtime
+//!   (a request encoded in advance, replies read and not decoded).
 //! * `lifecycle`: `-plugins` plugins subscribed to CreateContainer,
 //!   StartContainer, StopContainer and RemoveContainer; `-n` lifecycles
 //!   (create, start, stop, remove) one after the other.
 //! * `sync`: a table of `-containers` containers (ten per pod, four 1 KiB
 //!   annotations each) offered to `-rounds` plugins started one at a time;
 //!   each Synchronize is timed inside the runtime hook and from the
-//!   plugin's process start.
+//!   plugin's process start; then as many plugins are offered the same
+//!   table by a scripted runtime (the messages encoded in advance).
 //! * `load`: `-plugins` plugins subscribed as in `lifecycle`, each also
 //!   sending an unsolicited UpdateContainers every `-update-ms`; lifecycles
 //!   started at a fixed `-rate` per second for `-duration` seconds, one at a
@@ -99,6 +102,15 @@ struct Report {
     /// Plugin process start to its connection to a socket nothing serves.
     #[serde(skip_serializing_if = "Option::is_none")]
     plugin_connect: Option<Latency>,
+    /// Synchronize of the same table by a scripted runtime (messages
+    /// encoded in advance), from its first message to the last reply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_scripted: Option<Latency>,
+    /// CreateContainer through the same plugins from a scripted runtime
+    /// that sends a request encoded in advance and reads replies without
+    /// decoding them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scripted_chain: Option<Latency>,
     /// Plugin process start to its Synchronize reply, registered by a
     /// scripted runtime that sends frames encoded in advance.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -529,36 +541,53 @@ impl Bench {
     /// time: what is left is the plugin's own part. Paced as the measured
     /// registrations are, 50 ms apart.
     async fn scripted_registration(&self, count: usize) -> Result<Vec<Duration>, Failure> {
-        let socket = self.dir.path().join("scripted.sock");
+        let (from_start, _) = self
+            .scripted_rounds(&Script::new()?, count, "scripted")
+            .await?;
+        Ok(from_start)
+    }
+
+    /// Registers `count` plugins one at a time with `script`, 50 ms apart;
+    /// returns for each the time from its process start to the reply to
+    /// the last Synchronize message, and from the first Synchronize message
+    /// to that reply.
+    async fn scripted_rounds(
+        &self,
+        script: &Script,
+        count: usize,
+        prefix: &str,
+    ) -> Result<(Vec<Duration>, Vec<Duration>), Failure> {
+        let socket = self.dir.path().join(format!("{prefix}.sock"));
         let listener = tokio::net::UnixListener::bind(&socket)
             .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
-        let script = Script::new()?;
         let config = json!({"events": ["CreateContainer"]});
         let mut took = Vec::with_capacity(count);
+        let mut syncing = Vec::with_capacity(count);
         for i in 0..count {
             let began = Instant::now();
             let child = Plugins(vec![self.spawn_at(
                 &socket,
                 70 + i % 10,
-                &format!("scripted{i}"),
+                &format!("{prefix}{i}"),
                 &config,
             )?]);
             let (conn, _) = tokio::time::timeout(Duration::from_secs(30), listener.accept())
                 .await
-                .map_err(|_| format!("scripted {i}: plugin did not connect within 30 s"))?
-                .map_err(|e| format!("scripted {i}: accept: {e}"))?;
+                .map_err(|_| format!("{prefix} {i}: plugin did not connect within 30 s"))?
+                .map_err(|e| format!("{prefix} {i}: accept: {e}"))?;
             // Served with blocking calls on this thread: nothing else is
             // waiting for it meanwhile, and no task hand-over adds time.
-            let mut conn = conn.into_std().map_err(|e| format!("scripted {i}: {e}"))?;
-            let ended = script
+            let mut conn = conn.into_std().map_err(|e| format!("{prefix} {i}: {e}"))?;
+            let (sync_started, ended) = script
                 .serve(&mut conn)
-                .map_err(|e| format!("scripted {i}: {e}"))?;
+                .map_err(|e| format!("{prefix} {i}: {e}"))?;
             took.push(ended - began);
+            syncing.push(ended - sync_started);
             drop(conn);
             drop(child);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok(took)
+        Ok((took, syncing))
     }
 
     async fn stop(self) {
@@ -571,7 +600,8 @@ impl Bench {
 /// Configure request and the Synchronize request with empty lists.
 struct Script {
     configure: Vec<u8>,
-    synchronize: Vec<u8>,
+    /// One frame per Synchronize message, the last without `more`.
+    synchronize: Vec<Vec<u8>>,
 }
 
 /// Stream ids of the scripted runtime's two requests.
@@ -579,7 +609,15 @@ const SCRIPT_CONFIGURE_ID: u32 = 1;
 const SCRIPT_SYNCHRONIZE_ID: u32 = 3;
 
 impl Script {
+    /// Registration with empty pod and container lists.
     fn new() -> Result<Script, Failure> {
+        Script::with_table(&[], &[])
+    }
+
+    /// Registration offering `pods` and `containers`, split as the runtime
+    /// splits a table above the message size limit (pods first, each
+    /// message as full as it can be).
+    fn with_table(pods: &[PodSandbox], containers: &[Container]) -> Result<Script, Failure> {
         use nri_api::service::{plugin as method, PLUGIN_SERVICE};
         let request = |id: u32, method: &str, payload: Vec<u8>| {
             let envelope = nri_ttrpc::proto::Request {
@@ -606,16 +644,57 @@ impl Script {
             nri_version: nri_api::NRI_VERSION.to_string(),
         }
         .encode_to_vec();
-        let synchronize = nri_api::SynchronizeRequest::default().encode_to_vec();
+        // Room for the request envelope around each message.
+        let budget = nri_ttrpc::MAX_MESSAGE_LEN - 1024;
+        let item_len = |len: usize| 1 + prost::length_delimiter_len(len) + len;
+        let mut messages = vec![nri_api::SynchronizeRequest::default()];
+        let mut used = 2;
+        let mut room = |len: usize, messages: &mut Vec<nri_api::SynchronizeRequest>| {
+            if used + len > budget {
+                messages.push(nri_api::SynchronizeRequest::default());
+                used = 2;
+            }
+            used += len;
+        };
+        for pod in pods {
+            room(item_len(pod.encoded_len()), &mut messages);
+            if let Some(last) = messages.last_mut() {
+                last.pods.push(pod.clone());
+            }
+        }
+        for ctr in containers {
+            room(item_len(ctr.encoded_len()), &mut messages);
+            if let Some(last) = messages.last_mut() {
+                last.containers.push(ctr.clone());
+            }
+        }
+        let count = messages.len();
+        let synchronize = messages
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut msg)| {
+                msg.more = i + 1 < count;
+                let id = SCRIPT_SYNCHRONIZE_ID + 2 * i as u32;
+                request(id, method::SYNCHRONIZE, msg.encode_to_vec())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Script {
             configure: request(SCRIPT_CONFIGURE_ID, method::CONFIGURE, configure)?,
-            synchronize: request(SCRIPT_SYNCHRONIZE_ID, method::SYNCHRONIZE, synchronize)?,
+            synchronize,
         })
     }
 
-    /// Registers the plugin on `conn` and returns when its Synchronize
-    /// reply has arrived.
-    fn serve(&self, conn: &mut std::os::unix::net::UnixStream) -> Result<Instant, Failure> {
+    /// The stream id of the first request after this script.
+    fn next_stream_id(&self) -> u32 {
+        SCRIPT_SYNCHRONIZE_ID + 2 * self.synchronize.len() as u32
+    }
+
+    /// Registers the plugin on `conn`; returns when the first Synchronize
+    /// message was sent and when the reply to the last arrived.
+    fn serve(
+        &self,
+        conn: &mut std::os::unix::net::UnixStream,
+    ) -> Result<(Instant, Instant), Failure> {
         use std::io::Write;
         conn.set_nonblocking(false)
             .and_then(|()| conn.set_read_timeout(Some(Duration::from_secs(10))))
@@ -635,18 +714,95 @@ impl Script {
             nri_mux::PLUGIN_SERVICE_CONN,
             Some(SCRIPT_CONFIGURE_ID),
         )?;
-        conn.write_all(&self.synchronize)
-            .map_err(|e| format!("write: {e}"))?;
-        read_frame(
-            conn,
-            nri_mux::PLUGIN_SERVICE_CONN,
-            Some(SCRIPT_SYNCHRONIZE_ID),
-        )?;
-        Ok(Instant::now())
+        let started = Instant::now();
+        for (i, message) in self.synchronize.iter().enumerate() {
+            conn.write_all(message).map_err(|e| format!("write: {e}"))?;
+            let id = SCRIPT_SYNCHRONIZE_ID + 2 * i as u32;
+            read_frame(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id))?;
+        }
+        Ok((started, Instant::now()))
     }
 }
 
-/// One ttRPC message in one mux frame on `conn`.
+/// The smallest runtime a chain of plugins can have: plugins registered by
+/// a [`Script`], then per call one CreateContainer request encoded in
+/// advance (only its stream id written in) sent to each plugin in turn,
+/// with blocking calls, each reply read up to its end and not decoded.
+struct ScriptedChain {
+    conns: Vec<std::os::unix::net::UnixStream>,
+    /// The request frame; its ttRPC stream id is at [`STREAM_ID_AT`].
+    frame: Vec<u8>,
+    next_id: u32,
+    _plugins: Plugins,
+}
+
+/// Where the ttRPC stream id sits in a frame: after the mux header and
+/// the ttRPC length.
+const STREAM_ID_AT: usize = nri_mux::HEADER_LEN + 4;
+
+impl ScriptedChain {
+    /// Starts `count` plugins as `bench` would (same binary, same
+    /// configurations) on a socket of their own and registers them.
+    async fn start(bench: &Bench, count: usize) -> Result<ScriptedChain, Failure> {
+        use nri_api::service::{plugin as method, PLUGIN_SERVICE};
+        let socket = bench.dir.path().join("chain.sock");
+        let listener = tokio::net::UnixListener::bind(&socket)
+            .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
+        let script = Script::new()?;
+        let mut conns = Vec::with_capacity(count);
+        let mut plugins = Plugins(Vec::with_capacity(count));
+        for i in 0..count {
+            plugins
+                .0
+                .push(bench.spawn_at(&socket, i, &format!("chain{i}"), &bench_config(i))?);
+            let (conn, _) = tokio::time::timeout(Duration::from_secs(30), listener.accept())
+                .await
+                .map_err(|_| format!("chain {i}: plugin did not connect within 30 s"))?
+                .map_err(|e| format!("chain {i}: accept: {e}"))?;
+            let mut conn = conn.into_std().map_err(|e| format!("chain {i}: {e}"))?;
+            script
+                .serve(&mut conn)
+                .map_err(|e| format!("chain {i}: {e}"))?;
+            conns.push(conn);
+        }
+        let envelope = nri_ttrpc::proto::Request {
+            service: PLUGIN_SERVICE.into(),
+            method: method::CREATE_CONTAINER.into(),
+            payload: create_request(0).encode_to_vec(),
+            timeout_nano: 2_000_000_000,
+            metadata: Vec::new(),
+        }
+        .encode_to_vec();
+        let frame = mux_frame(
+            nri_mux::PLUGIN_SERVICE_CONN,
+            0,
+            nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
+            &envelope,
+        )?;
+        Ok(ScriptedChain {
+            conns,
+            frame,
+            next_id: script.next_stream_id(),
+            _plugins: plugins,
+        })
+    }
+
+    /// One call through every plugin, one after the other.
+    fn call(&mut self) -> Result<(), Failure> {
+        use std::io::Write;
+        let id = self.next_id;
+        self.next_id += 2;
+        self.frame[STREAM_ID_AT..STREAM_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
+        for conn in &mut self.conns {
+            conn.write_all(&self.frame)
+                .map_err(|e| format!("write: {e}"))?;
+            read_frame(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id))?;
+        }
+        Ok(())
+    }
+}
+
+/// One ttRPC message as mux frames on `conn`.
 fn mux_frame(conn: u32, stream_id: u32, kind: u8, body: &[u8]) -> Result<Vec<u8>, Failure> {
     let length = u32::try_from(body.len()).map_err(|_| "scripted message too long")?;
     let header = nri_ttrpc::frame::FrameHeader {
@@ -655,14 +811,19 @@ fn mux_frame(conn: u32, stream_id: u32, kind: u8, body: &[u8]) -> Result<Vec<u8>
         kind,
         flags: 0,
     };
-    let mux_len = u32::try_from(body.len() + nri_ttrpc::frame::HEADER_LEN)
-        .map_err(|_| "scripted message too long")?;
-    let mut out =
-        Vec::with_capacity(nri_mux::HEADER_LEN + nri_ttrpc::frame::HEADER_LEN + body.len());
-    out.extend_from_slice(&conn.to_be_bytes());
-    out.extend_from_slice(&mux_len.to_be_bytes());
-    out.extend_from_slice(&header.encode());
-    out.extend_from_slice(body);
+    let mut message = Vec::with_capacity(nri_ttrpc::frame::HEADER_LEN + body.len());
+    message.extend_from_slice(&header.encode());
+    message.extend_from_slice(body);
+    // As every mux writes one message: a first frame that fits a Go
+    // reader's buffer, then the rest in frames as large as allowed.
+    let (first, rest) = message.split_at(message.len().min(nri_mux::GO_READ_BUFFER));
+    let mut out = Vec::with_capacity(message.len() + 2 * nri_mux::HEADER_LEN);
+    for part in std::iter::once(first).chain(rest.chunks(nri_mux::MAX_FRAME_PAYLOAD)) {
+        let len = u32::try_from(part.len()).map_err(|_| "scripted message too long")?;
+        out.extend_from_slice(&conn.to_be_bytes());
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(part);
+    }
     Ok(out)
 }
 
@@ -753,9 +914,24 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     };
     let runtime_after = vm_rss_kib(std::process::id())?;
     drop(plugins);
+
+    // The same plugins behind the smallest possible runtime.
+    let mut chain = ScriptedChain::start(&b, args.plugins).await?;
+    let mut chained = Vec::with_capacity(args.n);
+    for i in 0..args.warmup + args.n {
+        let start = Instant::now();
+        chain
+            .call()
+            .map_err(|e| format!("scripted chain, call {i}: {e}"))?;
+        if i >= args.warmup {
+            chained.push(start.elapsed());
+        }
+    }
+    drop(chain);
     b.stop().await;
     Ok(Report {
         mode: "create",
+        scripted_chain: Some(summarize(chained)?),
         runtime_cpu_us_per_call: runtime_cpu,
         plugins_cpu_us_per_call: plugins_cpu,
         create: Some(summarize(samples)?),
@@ -938,6 +1114,15 @@ async fn run_sync(args: &Args) -> Result<Report, Failure> {
     let (inside, from_start, runtime_ticks, plugin_ticks) = b
         .synchronize_one_by_one(args.rounds, 50, "sync", Duration::from_secs(180))
         .await?;
+    // The same table offered by a scripted runtime.
+    let script = {
+        let (pods, containers) = sync_table(args.containers);
+        Script::with_table(&pods, &containers)?
+    };
+    let (_, scripted) = b
+        .scripted_rounds(&script, args.rounds, "scripted-sync")
+        .await?;
+    drop(script);
     b.stop().await;
     let per_round = |ticks: u64| ticks as f64 * 1e6 / USER_HZ / args.rounds.max(1) as f64;
     Ok(Report {
@@ -946,6 +1131,7 @@ async fn run_sync(args: &Args) -> Result<Report, Failure> {
         sync_plugin_cpu_us: Some(per_round(plugin_ticks)),
         sync: Some(summarize(inside)?),
         sync_from_start: Some(summarize(from_start)?),
+        sync_scripted: Some(summarize(scripted)?),
         containers: Some(args.containers),
         pods: Some(pod_count),
         sync_bytes: Some(bytes),
