@@ -21,6 +21,8 @@ use tokio::net::UnixStream;
 struct RawPlugin {
     mux: Mux,
     client: Client,
+    /// Each Synchronize message: `pods ctrs more encoded-size`.
+    syncs: Log,
 }
 
 /// Connects to `socket` and serves a Plugin service with Configure
@@ -43,14 +45,26 @@ async fn connect(socket: &Path, events: i32, split: bool, log: Log) -> RawPlugin
             })
         },
     );
+    let syncs = Log::default();
+    let sync_log = syncs.clone();
     server.register_msg(
         PLUGIN_SERVICE,
         method::SYNCHRONIZE,
-        move |_ctx, req: SynchronizeRequest| async move {
-            Ok::<_, Status>(SynchronizeResponse {
-                update: Vec::new(),
-                more: split && req.more,
-            })
+        move |_ctx, req: SynchronizeRequest| {
+            let log = sync_log.clone();
+            async move {
+                log.push(format!(
+                    "{} {} {} {}",
+                    req.pods.len(),
+                    req.containers.len(),
+                    req.more,
+                    prost::Message::encoded_len(&req)
+                ));
+                Ok::<_, Status>(SynchronizeResponse {
+                    update: Vec::new(),
+                    more: split && req.more,
+                })
+            }
         },
     );
     server.register_msg(
@@ -78,6 +92,7 @@ async fn connect(socket: &Path, events: i32, split: bool, log: Log) -> RawPlugin
     RawPlugin {
         mux,
         client: Client::new(runtime_conn),
+        syncs,
     }
 }
 
@@ -251,6 +266,51 @@ async fn a_plugin_that_never_registers_is_disconnected() {
     let raw = connect(&env.socket(), 0, true, Log::default()).await;
     raw.register("next", "10").await.unwrap();
     wait_plugins(&nri, &["10-next"]).await;
+    bounded(nri.stop()).await;
+}
+
+/// The Synchronize messages a raw plugin received, once it is registered:
+/// `(pods, containers, more, encoded size)` each.
+async fn synchronized(
+    nri: &nri_adaptation::Adaptation,
+    raw: &RawPlugin,
+    name: &str,
+) -> Vec<(usize, usize, bool, usize)> {
+    raw.register(name, "10").await.unwrap();
+    wait_plugins(nri, &[&format!("10-{name}")]).await;
+    raw.syncs
+        .get()
+        .iter()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2] == "true",
+                f[3].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_table_that_fits_one_message_is_not_split() {
+    let env = Env::new();
+    {
+        // About 3 MiB: less than the message size limit.
+        let value = "z".repeat(40 * 1024);
+        let mut ctrs = env.runtime.containers.lock().unwrap();
+        for i in 0..75 {
+            let mut c = container(&format!("ctr{i}"), "pod0");
+            c.annotations.insert("big".into(), value.clone());
+            ctrs.push(c);
+        }
+    }
+    let nri = env.start().await;
+    let raw = connect(&env.socket(), 0, false, Log::default()).await;
+    let messages = synchronized(&nri, &raw, "whole").await;
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!((messages[0].1, messages[0].2), (75, false));
     bounded(nri.stop()).await;
 }
 
