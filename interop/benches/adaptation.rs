@@ -236,7 +236,7 @@ impl Counts {
                 create,
                 registrations: 10,
                 lifecycles: 2000,
-                syncs: [(1000, 10), (10_000, 5)],
+                syncs: [(1000, 10), (10_000, 9)],
                 hops: 20_000,
                 load_seconds: 60,
                 wasm_starts: 5,
