@@ -1210,9 +1210,9 @@ fn render_targets(d: &mut String, res: &Results) {
         d,
         "Every target below, as measured in this run. **Floor** is what a runtime that took no \
          time at all would reach, measured in the same run where the section says how: with \
-         the same plugins behind a scripted runtime (CreateContainer, registration), the \
-         plugin's own CPU time (Synchronize), the module's own calls and the work around \
-         them that no runtime can skip (WebAssembly). Where the floor is above the target, no runtime \
+         the same plugins behind a scripted runtime (CreateContainer, registration, \
+         Synchronize), the module's own calls and the work around them that no runtime can \
+         skip (WebAssembly). Where the floor is above the target, no runtime \
          can meet the target with those plugins on this machine.\n"
     );
     let _ = writeln!(d, "| figure | target | measured | floor | verdict |");
@@ -1858,9 +1858,9 @@ apart on the same machine, connected to our runtime; the builds are the bench's)
 
 | | Rust, dynamic | Rust, static | Go, static |
 |---|---:|---:|---:|
-| the program's own file pages (text, rodata, data) | 1,376 KiB (2.2 MB binary) | 2,020 KiB (3.2 MB binary, the parts of glibc it uses included) | 5,988 KiB (10.2 MB binary) |
-| libc, ld.so, libgcc_s file pages | 1,624 KiB | – | – |
-| anonymous (heap, stacks, runtime) | 316 KiB | 280 KiB | about 1,500 KiB |
+| the program's own file pages (text, rodata, data) | 1,444 KiB (2.4 MB binary) | 2,060 KiB (3.4 MB binary, the parts of glibc it uses included) | 5,988 KiB (10.2 MB binary) |
+| libc, ld.so, libgcc_s file pages | 1,640 KiB | – | – |
+| anonymous (heap, stacks, runtime) | 316 KiB | 276 KiB | about 1,500 KiB |
 | threads | 1 | 1 | 5 |
 
 * The Rust plugin's private memory is small: one thread (a current-thread tokio runtime \
@@ -1869,16 +1869,18 @@ apart on the same machine, connected to our runtime; the builds are the bench's)
   what each more plugin process really costs; Rust needs about a sixth of Go's.
 * Most of a Rust plugin's `VmRSS` is file pages that the kernel maps in whole (fault-around \
   maps up to 64 KiB of already cached file around each touched page): practically the whole \
-  text of the binary (1,588 of the static build's 1,748 KiB of text are resident) and half \
-  of the dynamic glibc count as resident. They are shared with every other process using \
+  text of the binary (1,664 of the static build's 1,860 KiB of text are resident, so every \
+  KiB of code a plugin carries costs about a KiB of `VmRSS`, used or not) and half of the \
+  dynamic glibc count as resident. They are shared with every other process using \
   the same files.
-* What the static default build's 3.2 MB hold, by symbol size: about 860 KiB of glibc \
-  (its `printf` and `scanf` families, locale tables and dynamic loader come along with \
-  what the Rust standard library calls), 260 KiB tokio and the stub's handler futures \
-  inlined into it, 180 KiB of the standard library, 170 KiB of its backtrace printer, \
-  140 KiB of NRI message code, 120 KiB stub, 100 KiB ttRPC, 70 KiB prost. With the release \
-  profile's defaults none of these can go: the backtrace printer and glibc's parts come \
-  with the standard library whatever the plugin calls.
+* What the static default build's 3.4 MB hold, by symbol size, roughly: 700 to 850 KiB of \
+  glibc (its `printf` and `scanf` families, locale tables and dynamic loader come along with \
+  what the Rust standard library calls), 250 KiB of the standard library and its generic \
+  code, 230 KiB tokio and the stub's handler futures inlined into it, 170 KiB of the \
+  standard library's backtrace printer, 170 KiB of NRI message code, 160 KiB stub (a split \
+  Synchronize decoded on a thread of its own included), 120 KiB ttRPC, 90 KiB prost. With \
+  the release profile's defaults none of these can go: the backtrace printer and glibc's \
+  parts come with the standard library whatever the plugin calls.
 * What a plugin author can do about it: a current-thread runtime and no logging subscriber \
   or JSON configuration (the test plugin, with `serde_json`, `tracing-subscriber` and an \
   event log, is about 1 MiB bigger); static linking (what `deploy/build-images` does), \
@@ -1957,6 +1959,13 @@ out and 58 back per hop, run the same way.)
   each process of the chain runs for a few microseconds between switches, with cold
   caches. That is why the raw-chain target of 2× (22 µs per hop for both processes)
   stays out of reach: one plugin process alone spends more than that per request.
+* **The same plugins behind a scripted runtime** (the last table of "CreateContainer
+  latency"): a runtime that only writes a request encoded in advance and blocks reading
+  each reply is the floor for a chain of real plugins. With Go's plugins and with our test
+  plugins that floor is already above half of the Go runtime's median, so the 0.5 target
+  cannot be met with them on this machine. What our runtime adds on top of the floor is
+  its own CPU time per call (the CPU table), two thirds of it in the kernel: waking each
+  plugin, being woken by it, and the event loop's system calls.
 "#;
 
 fn load_average() -> String {
