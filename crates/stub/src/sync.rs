@@ -244,12 +244,14 @@ impl Queue {
     }
 
     /// Decodes every message until the queue is closed. After the first
-    /// that does not decode, the rest are dropped unread.
-    fn decode_all(&self) -> Result<Tables, prost::DecodeError> {
+    /// that does not decode, or once `wanted` says nobody waits for the
+    /// result any more (the connection is gone), the rest are dropped
+    /// unread.
+    fn decode_all(&self, wanted: impl Fn() -> bool) -> Result<Tables, prost::DecodeError> {
         let mut tables = Tables::default();
         let mut outcome = Ok(());
         while let Some(message) = self.next() {
-            if outcome.is_ok() {
+            if outcome.is_ok() && wanted() {
                 outcome = message.decode_into(&mut tables);
             }
         }
@@ -290,7 +292,8 @@ impl Pending {
             std::thread::Builder::new()
                 .name("nri-stub-sync".into())
                 .spawn(move || {
-                    let _ = answer.send(queue.decode_all());
+                    let outcome = queue.decode_all(|| !answer.is_closed());
+                    let _ = answer.send(outcome);
                 })
         };
         let mut pending = match decoder {
@@ -449,6 +452,37 @@ mod tests {
         let (pods, ctrs) = ids(&tables);
         assert_eq!(pods, expected);
         assert_eq!(ctrs, vec!["c1", "c2"]);
+    }
+
+    #[test]
+    fn nothing_more_is_decoded_once_nobody_waits() {
+        let queue = Queue::default();
+        queue.push(message(&large("a", 70, true)).body);
+        queue.push(message(&large("b", 70, true)).body);
+        queue.close();
+        let tables = queue.decode_all(|| false).unwrap();
+        assert!(tables.0.is_empty() && tables.1.is_empty());
+        assert!(queue.next().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_collection_ends_its_thread() {
+        let pending = Pending::start(message(&large("a", 70, true))).unwrap();
+        let Pending::Decoding { feed, done } = pending else {
+            panic!("no decoding thread");
+        };
+        let queue = Arc::clone(&feed.0);
+        drop(done);
+        drop(feed);
+        // The thread holds the other reference until it ends.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while Arc::strong_count(&queue) > 1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the thread did not end"
+            );
+            std::thread::yield_now();
+        }
     }
 
     #[test]
