@@ -219,8 +219,8 @@ impl<P: Plugin> Session<P> {
         let pending = self.state().pending_sync.take();
         if req.more {
             let pending = match pending {
-                None => Pending::start(*req),
-                Some(mut pending) => pending.add(*req).map(|()| pending),
+                None => Pending::start::<P>(*req),
+                Some(mut pending) => pending.add::<P>(*req).map(|()| pending),
             }?;
             tracing::debug!("collecting split synchronize");
             self.state().pending_sync = Some(pending);
@@ -232,10 +232,10 @@ impl<P: Plugin> Session<P> {
         let (pods, containers) = match pending {
             None => {
                 let mut tables = Tables::default();
-                req.decode_into(&mut tables)?;
+                req.decode_into::<P>(&mut tables)?;
                 tables
             }
-            Some(pending) => pending.finish(*req).await?,
+            Some(pending) => pending.finish::<P>(*req).await?,
         };
         let update = self
             .plugin

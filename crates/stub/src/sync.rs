@@ -156,13 +156,22 @@ pub(crate) type Tables = (Vec<PodSandbox>, Vec<Container>);
 impl SyncMessage {
     /// Decodes this message's pods and containers (if still encoded),
     /// appending them to `into`.
-    pub(crate) fn decode_into(self, into: &mut Tables) -> Result<(), Status> {
-        self.body.decode_into(into).map_err(decode_status)
+    ///
+    /// `Site` (here and in [`Pending`]) is the plugin's type or any type of
+    /// the plugin's crate: it only makes the decoding generic, so that it is
+    /// compiled into the plugin's crate together with the decoding of every
+    /// other request, which already holds the code for these messages,
+    /// rather than a second copy of that code in this crate.
+    pub(crate) fn decode_into<Site>(self, into: &mut Tables) -> Result<(), Status> {
+        self.body.decode_into::<Site>(into).map_err(decode_status)
     }
 }
 
 impl Body {
-    fn decode_into(self, into: &mut Tables) -> Result<(), prost::DecodeError> {
+    // `Site` only decides which crate this is compiled into (see
+    // `SyncMessage::decode_into`).
+    #[allow(clippy::extra_unused_type_parameters)]
+    fn decode_into<Site>(self, into: &mut Tables) -> Result<(), prost::DecodeError> {
         let mut req = match self {
             Body::Decoded(req) => req,
             Body::Encoded(fields) => {
@@ -247,12 +256,12 @@ impl Queue {
     /// that does not decode, or once `wanted` says nobody waits for the
     /// result any more (the connection is gone), the rest are dropped
     /// unread.
-    fn decode_all(&self, wanted: impl Fn() -> bool) -> Result<Tables, prost::DecodeError> {
+    fn decode_all<Site>(&self, wanted: impl Fn() -> bool) -> Result<Tables, prost::DecodeError> {
         let mut tables = Tables::default();
         let mut outcome = Ok(());
         while let Some(message) = self.next() {
             if outcome.is_ok() && wanted() {
-                outcome = message.decode_into(&mut tables);
+                outcome = message.decode_into::<Site>(&mut tables);
             }
         }
         outcome.map(|()| tables)
@@ -284,7 +293,7 @@ pub(crate) enum Pending {
 
 impl Pending {
     /// Starts collecting a split table with its first message.
-    pub(crate) fn start(first: SyncMessage) -> Result<Pending, Status> {
+    pub(crate) fn start<Site>(first: SyncMessage) -> Result<Pending, Status> {
         let queue = Arc::new(Queue::default());
         let (answer, done) = oneshot::channel();
         let decoder = {
@@ -292,7 +301,7 @@ impl Pending {
             std::thread::Builder::new()
                 .name("nri-stub-sync".into())
                 .spawn(move || {
-                    let outcome = queue.decode_all(|| !answer.is_closed());
+                    let outcome = queue.decode_all::<Site>(|| !answer.is_closed());
                     let _ = answer.send(outcome);
                 })
         };
@@ -308,14 +317,14 @@ impl Pending {
                 Pending::Decoded(Tables::default())
             }
         };
-        pending.add(first)?;
+        pending.add::<Site>(first)?;
         Ok(pending)
     }
 
     /// Adds a message that is not the last.
-    pub(crate) fn add(&mut self, message: SyncMessage) -> Result<(), Status> {
+    pub(crate) fn add<Site>(&mut self, message: SyncMessage) -> Result<(), Status> {
         match self {
-            Pending::Decoded(tables) => message.decode_into(tables),
+            Pending::Decoded(tables) => message.decode_into::<Site>(tables),
             Pending::Decoding { feed, .. } => {
                 feed.0.push(message.body);
                 Ok(())
@@ -325,10 +334,10 @@ impl Pending {
 
     /// Completes the table with its last message: every pod and container
     /// in the order sent, or the first decoding error.
-    pub(crate) async fn finish(self, last: SyncMessage) -> Result<Tables, Status> {
+    pub(crate) async fn finish<Site>(self, last: SyncMessage) -> Result<Tables, Status> {
         match self {
             Pending::Decoded(mut tables) => {
-                last.decode_into(&mut tables)?;
+                last.decode_into::<Site>(&mut tables)?;
                 Ok(tables)
             }
             Pending::Decoding { feed, done } => {
@@ -336,7 +345,7 @@ impl Pending {
                 // The last message is decoded here while the thread
                 // finishes the ones before.
                 let mut tail = Tables::default();
-                let decoded = last.decode_into(&mut tail);
+                let decoded = last.decode_into::<Site>(&mut tail);
                 let mut tables = done
                     .await
                     .map_err(|_| Status::internal("split synchronize: decoding thread lost"))?
@@ -420,7 +429,7 @@ mod tests {
         assert_eq!(msg.encode_to_vec(), req.encode_to_vec());
         assert_eq!(msg.encoded_len(), req.encoded_len());
         let mut tables = Tables::default();
-        msg.decode_into(&mut tables).unwrap();
+        msg.decode_into::<()>(&mut tables).unwrap();
         assert_eq!(tables.0, req.pods);
     }
 
@@ -432,17 +441,17 @@ mod tests {
 
     #[tokio::test]
     async fn large_and_small_messages_keep_the_order_sent() {
-        let mut pending = Pending::start(message(&large("a", 70, true))).unwrap();
+        let mut pending = Pending::start::<()>(message(&large("a", 70, true))).unwrap();
         pending
-            .add(message(&request(&["b"], &["c1"], true)))
+            .add::<()>(message(&request(&["b"], &["c1"], true)))
             .unwrap();
-        pending.add(message(&large("d", 70, true))).unwrap();
+        pending.add::<()>(message(&large("d", 70, true))).unwrap();
         let mut last = large("e", 70, false);
         last.containers = vec![Container {
             id: "c2".into(),
             ..Default::default()
         }];
-        let tables = pending.finish(message(&last)).await.unwrap();
+        let tables = pending.finish::<()>(message(&last)).await.unwrap();
         let expected: Vec<String> = (0..70)
             .map(|i| format!("a{i}"))
             .chain(["b".to_string()])
@@ -460,14 +469,14 @@ mod tests {
         queue.push(message(&large("a", 70, true)).body);
         queue.push(message(&large("b", 70, true)).body);
         queue.close();
-        let tables = queue.decode_all(|| false).unwrap();
+        let tables = queue.decode_all::<()>(|| false).unwrap();
         assert!(tables.0.is_empty() && tables.1.is_empty());
         assert!(queue.next().is_none());
     }
 
     #[tokio::test]
     async fn a_dropped_collection_ends_its_thread() {
-        let pending = Pending::start(message(&large("a", 70, true))).unwrap();
+        let pending = Pending::start::<()>(message(&large("a", 70, true))).unwrap();
         let Pending::Decoding { feed, done } = pending else {
             panic!("no decoding thread");
         };
@@ -493,19 +502,20 @@ mod tests {
         let mut tables = Tables::default();
         SyncMessage::decode(Bytes::from(bytes))
             .expect("decodes")
-            .decode_into(&mut tables)
+            .decode_into::<()>(&mut tables)
             .expect("parts decode");
         assert_eq!(ids(&tables), (vec!["p"], vec!["c"]));
     }
 
     #[tokio::test]
     async fn a_split_table_keeps_the_order_sent() {
-        let mut pending = Pending::start(message(&request(&["p1", "p2"], &[], true))).unwrap();
+        let mut pending =
+            Pending::start::<()>(message(&request(&["p1", "p2"], &[], true))).unwrap();
         pending
-            .add(message(&request(&["p3"], &["c1", "c2"], true)))
+            .add::<()>(message(&request(&["p3"], &["c1", "c2"], true)))
             .unwrap();
         let tables = pending
-            .finish(message(&request(&[], &["c3"], false)))
+            .finish::<()>(message(&request(&[], &["c3"], false)))
             .await
             .unwrap();
         assert_eq!(
@@ -521,11 +531,13 @@ mod tests {
             body: Body::Encoded(vec![(1, Bytes::from_static(&[3, 0x0a, 0x05, b'x']))]),
             more: true,
         };
-        let mut pending = Pending::start(message(&request(&["p1"], &[], true))).unwrap();
-        pending.add(broken).unwrap();
-        pending.add(message(&request(&["p2"], &[], true))).unwrap();
+        let mut pending = Pending::start::<()>(message(&request(&["p1"], &[], true))).unwrap();
+        pending.add::<()>(broken).unwrap();
+        pending
+            .add::<()>(message(&request(&["p2"], &[], true)))
+            .unwrap();
         let err = pending
-            .finish(message(&request(&[], &["c"], false)))
+            .finish::<()>(message(&request(&[], &["c"], false)))
             .await
             .unwrap_err();
         assert_eq!(err.code(), nri_ttrpc::Code::Internal);
@@ -543,8 +555,8 @@ mod tests {
             body: Body::Encoded(vec![(2, Bytes::from_static(&[2, 0x0a, 0x05]))]),
             more: false,
         };
-        let pending = Pending::start(message(&request(&["p1"], &[], true))).unwrap();
-        let err = pending.finish(broken).await.unwrap_err();
+        let pending = Pending::start::<()>(message(&request(&["p1"], &[], true))).unwrap();
+        let err = pending.finish::<()>(broken).await.unwrap_err();
         assert_eq!(err.code(), nri_ttrpc::Code::Internal);
     }
 }
