@@ -521,10 +521,7 @@ impl Bench {
                 &format!("bare{i}"),
                 &config,
             )?]);
-            let (conn, _) = tokio::time::timeout(Duration::from_secs(30), listener.accept())
-                .await
-                .map_err(|_| format!("bare {i}: plugin did not connect within 30 s"))?
-                .map_err(|e| format!("bare {i}: accept: {e}"))?;
+            let conn = accept_plugin(&listener, &format!("bare {i}")).await?;
             took.push(began.elapsed());
             drop(conn);
             drop(child);
@@ -571,10 +568,7 @@ impl Bench {
                 &format!("{prefix}{i}"),
                 &config,
             )?]);
-            let (conn, _) = tokio::time::timeout(Duration::from_secs(30), listener.accept())
-                .await
-                .map_err(|_| format!("{prefix} {i}: plugin did not connect within 30 s"))?
-                .map_err(|e| format!("{prefix} {i}: accept: {e}"))?;
+            let conn = accept_plugin(&listener, &format!("{prefix} {i}")).await?;
             // Served with blocking calls on this thread: nothing else is
             // waiting for it meanwhile, and no task hand-over adds time.
             let mut conn = conn.into_std().map_err(|e| format!("{prefix} {i}: {e}"))?;
@@ -755,10 +749,7 @@ impl ScriptedChain {
             plugins
                 .0
                 .push(bench.spawn_at(&socket, i, &format!("chain{i}"), &bench_config(i))?);
-            let (conn, _) = tokio::time::timeout(Duration::from_secs(30), listener.accept())
-                .await
-                .map_err(|_| format!("chain {i}: plugin did not connect within 30 s"))?
-                .map_err(|e| format!("chain {i}: accept: {e}"))?;
+            let conn = accept_plugin(&listener, &format!("chain {i}")).await?;
             let mut conn = conn.into_std().map_err(|e| format!("chain {i}: {e}"))?;
             script
                 .serve(&mut conn)
@@ -800,6 +791,19 @@ impl ScriptedChain {
         }
         Ok(())
     }
+}
+
+/// The next plugin connecting to `listener`, within 30 s; `who` names it
+/// in errors.
+async fn accept_plugin(
+    listener: &tokio::net::UnixListener,
+    who: &str,
+) -> Result<tokio::net::UnixStream, Failure> {
+    let (conn, _) = tokio::time::timeout(Duration::from_secs(30), listener.accept())
+        .await
+        .map_err(|_| format!("{who}: plugin did not connect within 30 s"))?
+        .map_err(|e| format!("{who}: accept: {e}"))?;
+    Ok(conn)
 }
 
 /// One ttRPC message as mux frames on `conn`.
