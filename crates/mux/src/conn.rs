@@ -20,7 +20,10 @@ use crate::writer::{write_call_limit, WRITE_HIGH_WATER};
 /// * **Writing** frames the data as `[id][len][payload]` with payloads of at most
 ///   [`MuxOptions::max_write_frame`](crate::MuxOptions::max_write_frame) bytes and hands
 ///   the frames to the mux's writer task; `poll_write` returns once the bytes are
-///   accepted, `poll_flush` once they reached the trunk. One `poll_write` accepts up to
+///   accepted, `poll_flush` once they reached the trunk. Over a
+///   [`UnixTrunk`](crate::UnixTrunk), a write that finds nothing else waiting is sent
+///   to the socket by the writing task itself, and only what the socket does not take
+///   at once is left to the writer task. One `poll_write` accepts up to
 ///   8 MiB (whole frames), and its frames are contiguous on the trunk. A zero-length
 ///   write (`conn.write(&[])`, not `write_all`) sends one header-only frame and returns
 ///   `Ok(0)`. When too many framed bytes wait for a slow trunk, writes wait too.
@@ -238,8 +241,15 @@ impl AsyncWrite for MuxConn {
         let n = encode_frames(&mut ws.pending, this.id, data, inner.opts.max_write_frame);
         ws.queued_end = ws.queued_end.saturating_add(n as u64);
         this.write_end = ws.queued_end;
+        let waiters = ws.send_direct();
+        let queued = !ws.pending.is_empty();
         drop(ws);
-        inner.writer_wake.notify_one();
+        for w in waiters {
+            w.wake();
+        }
+        if queued {
+            inner.writer_wake.notify_one();
+        }
         Poll::Ready(Ok(take))
     }
 

@@ -1,5 +1,6 @@
 //! [`Mux`]: the multiplexer handle.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -10,13 +11,16 @@ use crate::error::MuxError;
 use crate::frame::ConnId;
 use crate::options::MuxOptions;
 use crate::shared::{wait_closed, Guard, Inner};
+use crate::trunk::UnixTrunk;
 use crate::{reader, writer};
 
 /// A multiplexer: several logical connections ([`MuxConn`]) over one trunk.
 ///
 /// `Mux` is a cheap handle (`Clone`); all clones control the same multiplexer. Two tasks
 /// run on the tokio runtime it was created on: a reader that splits incoming frames
-/// onto the connections, and a writer that sends the frames the connections produce.
+/// onto the connections, and a writer that sends the frames the connections produce
+/// (over a [`UnixTrunk`], only those that the writing task could not send to the
+/// socket at once itself).
 ///
 /// Opening a connection is local: nothing is sent, and the peer is assumed to open the
 /// same id. Frames arriving for ids that are not open are dropped.
@@ -75,7 +79,12 @@ impl Mux {
     where
         T: AsyncRead + AsyncWrite + Send + 'static,
     {
-        let inner = Arc::new(Inner::new(&opts));
+        // With a Unix socket trunk, writes that find nothing queued go straight to
+        // the socket from the writing task (through a duplicate of its descriptor).
+        let direct = (&trunk as &dyn Any)
+            .downcast_ref::<UnixTrunk>()
+            .and_then(|t| t.get_ref().try_clone().ok());
+        let inner = Arc::new(Inner::new(&opts, direct));
         let (rd, wr) = tokio::io::split(trunk);
         tokio::spawn(reader::run(Arc::clone(&inner), rd));
         tokio::spawn(writer::run(Arc::clone(&inner), wr));

@@ -2,11 +2,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::os::unix::net::UnixStream as StdUnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::Waker;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
+use rustix::io::Errno;
+use rustix::net::{send, SendFlags};
 use tokio::sync::{watch, Notify};
 
 use crate::error::MuxError;
@@ -69,6 +72,13 @@ pub(crate) struct WriteState {
     pub(crate) waiters: Vec<Waker>,
     /// The writer task has stopped: no more bytes reach the trunk.
     pub(crate) writer_stopped: bool,
+    /// The writer task holds bytes taken from `pending` that it has not finished
+    /// writing: a direct send now would overtake them.
+    pub(crate) in_flight: bool,
+    /// The trunk's socket, when the trunk is a [`UnixTrunk`](crate::UnixTrunk): a
+    /// write that finds nothing queued or in flight is sent from the writing task
+    /// itself. Dropped when the mux closes or its writer stops.
+    pub(crate) direct: Option<StdUnixStream>,
 }
 
 impl WriteState {
@@ -76,6 +86,42 @@ impl WriteState {
         if !self.waiters.iter().any(|w| w.will_wake(waker)) {
             self.waiters.push(waker.clone());
         }
+    }
+
+    /// Sends the queued bytes straight to the trunk's socket from the calling task,
+    /// when the trunk is a Unix socket and the writer task holds nothing: the
+    /// bytes then keep their order. Sends what the socket takes without
+    /// blocking; the rest stays queued for the writer task, which also meets any
+    /// error of the socket and fails the mux with it. Returns the tasks to wake
+    /// (writers waiting for their bytes to reach the trunk).
+    pub(crate) fn send_direct(&mut self) -> Vec<Waker> {
+        if self.in_flight {
+            return Vec::new();
+        }
+        let Some(socket) = self.direct.as_ref() else {
+            return Vec::new();
+        };
+        let mut sent = 0usize;
+        while !self.pending.is_empty() {
+            match send(
+                socket,
+                &self.pending,
+                SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+            ) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.pending.advance(n);
+                    sent += n;
+                }
+                Err(Errno::INTR) => continue,
+                Err(_) => break,
+            }
+        }
+        if sent == 0 {
+            return Vec::new();
+        }
+        self.written_end = self.written_end.saturating_add(sent as u64);
+        self.wake_all()
     }
 
     fn wake_all(&mut self) -> Vec<Waker> {
@@ -105,7 +151,7 @@ impl fmt::Debug for Inner {
 }
 
 impl Inner {
-    pub(crate) fn new(opts: &MuxOptions) -> Inner {
+    pub(crate) fn new(opts: &MuxOptions, direct: Option<StdUnixStream>) -> Inner {
         Inner {
             opts: opts.normalized(),
             conns: Mutex::new(HashMap::new()),
@@ -113,7 +159,10 @@ impl Inner {
             closed_tx: watch::Sender::new(false),
             unblock_tx: watch::Sender::new(false),
             error: OnceLock::new(),
-            write: Mutex::new(WriteState::default()),
+            write: Mutex::new(WriteState {
+                direct,
+                ..WriteState::default()
+            }),
             writer_wake: Notify::new(),
         }
     }
@@ -237,18 +286,24 @@ impl Inner {
         }
         self.closed_tx.send_replace(true);
         self.writer_wake.notify_one();
-        let waiters = lock(&self.write).wake_all();
+        let waiters = {
+            let mut ws = lock(&self.write);
+            ws.direct = None;
+            ws.wake_all()
+        };
         for w in waiters {
             w.wake();
         }
     }
 
-    /// Takes every framed byte waiting to be written.
+    /// Takes every framed byte waiting to be written; they are in flight until
+    /// [`Inner::written`] reports them.
     pub(crate) fn take_pending(&self) -> Option<Bytes> {
         let mut ws = lock(&self.write);
         if ws.pending.is_empty() {
             None
         } else {
+            ws.in_flight = true;
             Some(ws.pending.split().freeze())
         }
     }
@@ -259,6 +314,7 @@ impl Inner {
         let waiters = {
             let mut ws = lock(&self.write);
             ws.writer_stopped = true;
+            ws.direct = None;
             ws.wake_all()
         };
         for w in waiters {
@@ -271,6 +327,7 @@ impl Inner {
         let waiters = {
             let mut ws = lock(&self.write);
             ws.written_end = ws.written_end.saturating_add(n as u64);
+            ws.in_flight = false;
             ws.wake_all()
         };
         for w in waiters {
