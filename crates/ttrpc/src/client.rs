@@ -7,12 +7,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use crate::code::Code;
 use crate::error::Error;
 use crate::frame::{self, FrameReader, Inbound, MAX_MESSAGE_LEN};
+use crate::outbox::Outbox;
 use crate::proto;
 use crate::status::Status;
 
@@ -24,8 +25,10 @@ type Reply = Result<Bytes, Error>;
 ///
 /// Calls may be issued concurrently from any number of tasks (the client is a
 /// cheap [`Clone`]); each gets its own odd stream id (1, 3, 5, ...) and
-/// responses are matched by id, in whatever order they arrive. A reader task
-/// and a writer task run on the tokio runtime the client was created on.
+/// responses are matched by id, in whatever order they arrive. A request is
+/// written to the stream by the calling task; a reader task, and a writer task
+/// that finishes what the stream could not take at once, run on the tokio
+/// runtime the client was created on.
 ///
 /// The connection is closed by [`Client::close`], when the peer closes it or
 /// fails, or when the last clone of the client is dropped. Pending calls then
@@ -72,13 +75,14 @@ impl Drop for Handle {
 struct Shared {
     state: Mutex<State>,
     closed: watch::Sender<bool>,
+    outbox: Arc<Outbox<()>>,
 }
 
 struct State {
     next_id: u32,
     pending: HashMap<u32, oneshot::Sender<Reply>>,
-    /// Frames for the writer task; `None` once the client is closed.
-    outbound: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// Set once the client is closed.
+    closed: bool,
 }
 
 impl Shared {
@@ -91,9 +95,10 @@ impl Shared {
     fn close(&self) {
         let pending = {
             let mut st = self.state();
-            st.outbound = None;
+            st.closed = true;
             std::mem::take(&mut st.pending)
         };
+        self.outbox.close();
         if !pending.is_empty() {
             tracing::debug!(
                 pending = pending.len(),
@@ -104,7 +109,7 @@ impl Shared {
         self.closed.send_replace(true);
     }
 
-    /// Assigns the next stream id to `frame`, registers the call and queues
+    /// Assigns the next stream id to `frame`, registers the call and sends
     /// the frame, all under one lock so ids reach the wire in increasing order.
     fn start_call(&self, mut frame: Vec<u8>, reply: oneshot::Sender<Reply>) -> Result<u32, Error> {
         let mut st = self.state();
@@ -112,11 +117,11 @@ impl Shared {
         let next = id
             .checked_add(2)
             .ok_or_else(|| Error::Protocol("stream ids exhausted".into()))?;
-        let Some(outbound) = st.outbound.as_ref() else {
+        if st.closed {
             return Err(Error::Closed);
-        };
+        }
         frame::set_stream_id(&mut frame, id);
-        outbound.send(frame).map_err(|_| Error::Closed)?;
+        self.outbox.send(frame, ()).map_err(|_| Error::Closed)?;
         st.next_id = next;
         st.pending.insert(id, reply);
         Ok(id)
@@ -169,18 +174,18 @@ impl Client {
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
         let (rd, wr) = tokio::io::split(stream);
-        let (tx, rx) = mpsc::unbounded_channel();
         let (closed, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 next_id: 1,
                 pending: HashMap::new(),
-                outbound: Some(tx),
+                closed: false,
             }),
             closed,
+            outbox: Arc::new(Outbox::new(Box::new(wr))),
         });
         tokio::spawn(read_loop(shared.clone(), FrameReader::new(rd)));
-        tokio::spawn(write_loop(shared.clone(), rx, wr));
+        tokio::spawn(write_loop(shared.clone()));
         Client {
             handle: Arc::new(Handle { shared }),
         }
@@ -471,31 +476,11 @@ async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, mut reader: FrameR
     shared.close();
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    shared: Arc<Shared>,
-    mut frames: mpsc::UnboundedReceiver<Vec<u8>>,
-    mut writer: W,
-) {
-    let mut closed = shared.closed.subscribe();
-    loop {
-        let result = tokio::select! {
-            biased;
-            _ = wait_closed(&mut closed) => break,
-            next = frames.recv() => match next {
-                Some(frame) => {
-                    tokio::select! {
-                        biased;
-                        _ = wait_closed(&mut closed) => break,
-                        r = frame::write_frame(&mut writer, &frame) => r,
-                    }
-                }
-                None => break,
-            },
-        };
-        if let Err(err) = result {
-            tracing::debug!(error = %err, "ttrpc client: write failed");
-            break;
-        }
+/// Finishes the writes the stream could not take at once; closes the client
+/// when a write fails.
+async fn write_loop(shared: Arc<Shared>) {
+    if let Err(err) = Arc::clone(&shared.outbox).drive().await {
+        tracing::debug!(error = %err, "ttrpc client: write failed");
     }
     shared.close();
 }

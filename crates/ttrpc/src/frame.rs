@@ -9,7 +9,7 @@
 //! ```
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::Error;
 
@@ -260,15 +260,6 @@ pub(crate) fn set_stream_id(frame: &mut [u8], stream_id: u32) {
     }
 }
 
-/// Writes one complete frame with a single `write_all`, then flushes.
-pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    frame: &[u8],
-) -> std::io::Result<()> {
-    writer.write_all(frame).await?;
-    writer.flush().await
-}
-
 /// What the [`FrameReader`] produced.
 #[derive(Debug)]
 pub(crate) enum Inbound {
@@ -380,6 +371,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
 
     fn header(length: u32, stream_id: u32, kind: u8) -> [u8; HEADER_LEN] {
         FrameHeader {

@@ -69,6 +69,7 @@ mod code;
 mod context;
 mod error;
 pub mod frame;
+mod outbox;
 pub mod proto;
 mod server;
 mod status;

@@ -2,13 +2,15 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
 use prost::Message;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::{self, JoinSet};
 use tokio::time::Instant;
 
@@ -19,15 +21,13 @@ use crate::frame::{
     self, FrameHeader, FrameReader, Inbound, MAX_MESSAGE_LEN, MESSAGE_TYPE_REQUEST,
     MESSAGE_TYPE_RESPONSE,
 };
+use crate::outbox::Outbox;
 use crate::proto;
 use crate::status::Status;
 
 /// Default of [`Server::set_max_in_flight`]: requests of one connection that
 /// may be in flight at once (handlers running plus replies not yet written).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
-
-/// Most replies written to the stream between two flushes.
-const WRITE_BATCH: usize = 64;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -54,8 +54,12 @@ type Route =
 /// A ttRPC server: a table of `(service, method)` handlers, served over any
 /// number of connections with [`Server::serve`].
 ///
-/// Each request runs in its own task, so slow handlers do not hold up other
-/// calls on the same connection. Behaviour follows containerd's ttRPC:
+/// A handler is first run on the connection's task and its reply written
+/// from there; a handler that has to wait goes on in a task of its own, so
+/// slow handlers do not hold up other calls on the same connection (the part
+/// of a handler before its first wait holds up the connection's reading,
+/// as a handler that never waits would hold up its thread). Behaviour
+/// follows containerd's ttRPC:
 ///
 /// * unknown service: status `Unimplemented`, message `service {name}`;
 ///   unknown method: `Unimplemented`, `method {name}`;
@@ -265,15 +269,15 @@ impl Server {
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
         let (rd, wr) = tokio::io::split(stream);
-        // Unbounded channel, but each reply on it holds one of the
-        // connection's slots, so it never holds more than `max_in_flight`.
-        let (tx, rx) = mpsc::unbounded_channel::<Reply>();
-        let writer = AbortOnDrop(tokio::spawn(write_loop(rx, wr)));
+        // Unbounded, but each reply in it holds one of the connection's slots,
+        // so it never holds more than `max_in_flight`.
+        let outbox = Arc::new(Outbox::<Slot>::new(Box::new(wr)));
+        let writer = AbortOnDrop(tokio::spawn(Arc::clone(&outbox).drive()));
         let slots = Arc::new(Semaphore::new(self.max_in_flight));
         let mut conn = Connection {
             server: self,
             reader: FrameReader::new(rd),
-            outbound: tx,
+            outbox,
             slots,
             slot: None,
             handlers: JoinSet::new(),
@@ -289,11 +293,8 @@ impl Server {
 /// released when its reply has been written (or when it needs no reply).
 type Slot = OwnedSemaphorePermit;
 
-/// An encoded response frame on its way to the writer, with its slot.
-struct Reply {
-    frame: Vec<u8>,
-    _slot: Slot,
-}
+/// A handler's call, wrapped to answer with its encoded response frame.
+type Call = Pin<Box<dyn Future<Output = Option<Vec<u8>>> + Send>>;
 
 /// Aborts a spawned task when dropped.
 struct AbortOnDrop<T>(task::JoinHandle<T>);
@@ -308,7 +309,7 @@ impl<T> Drop for AbortOnDrop<T> {
 struct Connection<R> {
     server: Arc<Server>,
     reader: FrameReader<R>,
-    outbound: mpsc::UnboundedSender<Reply>,
+    outbox: Arc<Outbox<Slot>>,
     /// The connection's in-flight slots.
     slots: Arc<Semaphore>,
     /// The slot for the next request, taken before reading it.
@@ -320,6 +321,13 @@ struct Connection<R> {
     last_stream_id: u32,
     /// Reading is paused for want of a slot.
     paused: bool,
+}
+
+impl<R> Drop for Connection<R> {
+    /// The stream is dropped with the connection, whatever ends it.
+    fn drop(&mut self) {
+        self.outbox.close();
+    }
 }
 
 impl<R: AsyncRead + Unpin> Connection<R> {
@@ -367,7 +375,11 @@ impl<R: AsyncRead + Unpin> Connection<R> {
                         );
                         self.answer(header.stream_id, status);
                     }
-                    Ok(Inbound::Frame(header, payload)) => self.dispatch(header, payload),
+                    Ok(Inbound::Frame(header, payload)) => {
+                        if let Some((id, slot, call)) = self.dispatch(header, payload) {
+                            self.start(id, slot, call).await;
+                        }
+                    }
                 },
                 Some(joined) = self.handlers.join_next_with_id() => self.reap(joined),
                 result = &mut writer.0 => {
@@ -384,14 +396,16 @@ impl<R: AsyncRead + Unpin> Connection<R> {
         }
     }
 
-    fn dispatch(&mut self, header: FrameHeader, payload: Bytes) {
+    /// Checks a request and makes its handler's call; `None` when it was
+    /// answered (or ignored) here.
+    fn dispatch(&mut self, header: FrameHeader, payload: Bytes) -> Option<(u32, Slot, Call)> {
         let id = header.stream_id;
         if id % 2 != 1 {
             self.answer(
                 id,
                 Status::invalid_argument("StreamID must be odd for client initiated streams"),
             );
-            return;
+            return None;
         }
         if header.kind != MESSAGE_TYPE_REQUEST {
             tracing::debug!(
@@ -400,14 +414,14 @@ impl<R: AsyncRead + Unpin> Connection<R> {
                 "ttrpc server: ignored {} message",
                 frame::kind_name(header.kind)
             );
-            return;
+            return None;
         }
         if id <= self.last_stream_id {
             self.answer(
                 id,
                 Status::invalid_argument("StreamID cannot be re-used and must increment"),
             );
-            return;
+            return None;
         }
         self.last_stream_id = id;
 
@@ -418,14 +432,14 @@ impl<R: AsyncRead + Unpin> Connection<R> {
                     id,
                     Status::invalid_argument(format!("unmarshal request error: {e}")),
                 );
-                return;
+                return None;
             }
         };
         let Some(methods) = self.server.services.get(&request.service) else {
             tracing::debug!(stream_id = id, service = %request.service, "ttrpc server: unknown service");
             let message = format!("service {}", request.service);
             self.answer(id, Status::unimplemented(message));
-            return;
+            return None;
         };
         let Some(handler) = methods.get(&request.method).cloned() else {
             tracing::debug!(
@@ -436,7 +450,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
             );
             let message = format!("method {}", request.method);
             self.answer(id, Status::unimplemented(message));
-            return;
+            return None;
         };
         let Some(slot) = self.slot.take() else {
             // Not reached: a request is only read with a slot in hand.
@@ -444,7 +458,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
                 stream_id = id,
                 "ttrpc server: request without a slot dropped"
             );
-            return;
+            return None;
         };
 
         let ctx = RequestContext::from_request(&mut request, Instant::now());
@@ -456,7 +470,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
         );
         let deadline = ctx.deadline;
         let payload = std::mem::take(&mut request.payload);
-        let task = self.handlers.spawn(async move {
+        let call: Call = Box::pin(async move {
             let call = handler(ctx, payload);
             let result = match deadline {
                 Some(deadline) => match tokio::time::timeout_at(deadline, call).await {
@@ -473,7 +487,37 @@ impl<R: AsyncRead + Unpin> Connection<R> {
             };
             encode_response(id, result)
         });
-        self.running.insert(task.id(), (id, slot));
+        Some((id, slot, call))
+    }
+
+    /// Runs a handler's call on this task until it first waits: a call that
+    /// completes at once (most do) is answered from here, without a task of its
+    /// own; one that waits goes on in a task of its own, so that it holds up no
+    /// other request.
+    async fn start(&mut self, id: u32, slot: Slot, mut call: Call) {
+        let polled = std::future::poll_fn(|cx| {
+            Poll::Ready(std::panic::catch_unwind(AssertUnwindSafe(|| {
+                call.as_mut().poll(cx)
+            })))
+        })
+        .await;
+        let frame = match polled {
+            Ok(Poll::Ready(frame)) => frame,
+            Ok(Poll::Pending) => {
+                // The task polls the call again at once, so it waits on the task's
+                // waker from then on.
+                let task = self.handlers.spawn(call);
+                self.running.insert(task.id(), (id, slot));
+                return;
+            }
+            Err(_panic) => {
+                tracing::warn!(stream_id = id, "ttrpc server: handler panicked");
+                encode_response(id, Err(Status::internal("ttrpc: handler panicked")))
+            }
+        };
+        if let Some(frame) = frame {
+            send_reply(&self.outbox, id, frame, slot);
+        }
     }
 
     /// Queues the reply of a finished handler task (or `Internal` for a
@@ -496,7 +540,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
             return;
         };
         if let Some(frame) = frame {
-            send_reply(&self.outbound, stream_id, frame, slot);
+            send_reply(&self.outbox, stream_id, frame, slot);
         }
     }
 
@@ -508,7 +552,7 @@ impl<R: AsyncRead + Unpin> Connection<R> {
             return;
         };
         if let Some(frame) = encode_response(stream_id, Err(status)) {
-            send_reply(&self.outbound, stream_id, frame, slot);
+            send_reply(&self.outbox, stream_id, frame, slot);
         }
     }
 
@@ -521,10 +565,9 @@ impl<R: AsyncRead + Unpin> Connection<R> {
     }
 }
 
-/// Hands a response frame to the writer; its slot is released once written.
-fn send_reply(outbound: &mpsc::UnboundedSender<Reply>, stream_id: u32, frame: Vec<u8>, slot: Slot) {
-    let reply = Reply { frame, _slot: slot };
-    if outbound.send(reply).is_err() {
+/// Writes a response frame; its slot is released once written.
+fn send_reply(outbox: &Outbox<Slot>, stream_id: u32, frame: Vec<u8>, slot: Slot) {
+    if outbox.send(frame, slot).is_err() {
         tracing::debug!(stream_id, "ttrpc server: connection gone, response dropped");
     }
 }
@@ -572,22 +615,4 @@ fn encode_response(stream_id: u32, result: Result<Answer, Status>) -> Option<Vec
         }
     };
     Some(frame)
-}
-
-/// Writes replies as they come, each with one `write_all`; replies that are
-/// ready together share one flush. A reply's slot is released once the
-/// flush that covers it returns.
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut replies: mpsc::UnboundedReceiver<Reply>,
-    mut writer: W,
-) -> std::io::Result<()> {
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
-    while replies.recv_many(&mut batch, WRITE_BATCH).await > 0 {
-        for reply in &batch {
-            writer.write_all(&reply.frame).await?;
-        }
-        writer.flush().await?;
-        batch.clear();
-    }
-    Ok(())
 }

@@ -17,7 +17,8 @@ pub const SVC: &str = "test.Svc";
 /// Upper bound for anything that should happen "promptly".
 pub const PROMPT: Duration = Duration::from_secs(5);
 
-fn boxed<F>(f: F) -> BoxFuture<'static, Result<Vec<u8>, Status>>
+/// A handler's future, boxed as [`Server::register`] takes it.
+pub fn boxed_handler<F>(f: F) -> BoxFuture<'static, Result<Vec<u8>, Status>>
 where
     F: std::future::Future<Output = Result<Vec<u8>, Status>> + Send + 'static,
 {
@@ -34,17 +35,17 @@ where
 pub fn test_server() -> Server {
     let mut server = Server::new();
     server.register(SVC, "Echo", |_ctx, payload| {
-        boxed(async move { Ok(payload) })
+        boxed_handler(async move { Ok(payload) })
     });
     server.register(SVC, "Sleep", |_ctx, payload| {
-        boxed(async move {
+        boxed_handler(async move {
             let (ms, rest) = split_sleep(&payload);
             tokio::time::sleep(Duration::from_millis(ms)).await;
             Ok(rest.to_vec())
         })
     });
     server.register(SVC, "Fail", |_ctx, payload| {
-        boxed(async move {
+        boxed_handler(async move {
             Err(Status::new(
                 Code::NotFound,
                 format!("nothing here: {}", String::from_utf8_lossy(&payload)),
@@ -52,13 +53,13 @@ pub fn test_server() -> Server {
         })
     });
     server.register(SVC, "Panic", |_ctx, _payload| {
-        boxed(async move { panic!("handler panic for test") })
+        boxed_handler(async move { panic!("handler panic for test") })
     });
     server.register(SVC, "Big", |_ctx, _payload| {
-        boxed(async move { Ok(vec![1u8; MAX_MESSAGE_LEN]) })
+        boxed_handler(async move { Ok(vec![1u8; MAX_MESSAGE_LEN]) })
     });
     server.register(SVC, "Context", |ctx, _payload| {
-        boxed(async move {
+        boxed_handler(async move {
             let deadline = match ctx.remaining() {
                 Some(left) => format!("{}", left.as_millis()),
                 None => "none".to_string(),
