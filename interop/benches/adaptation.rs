@@ -753,7 +753,8 @@ fn render(
     let _ = writeln!(
         d,
         "* runtimes: each in a process of its own. Rust: `nri-adaptation` on a current-thread \
-         tokio runtime (one OS thread); Go: {}, GOMAXPROCS={}",
+         tokio runtime (one OS thread), its requests made from a spawned task; Go: {}, \
+         GOMAXPROCS={}",
         go.0, go.1
     );
     let _ = writeln!(d, "* run time: {:.0} s\n", took.as_secs_f64());

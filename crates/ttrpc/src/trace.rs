@@ -218,12 +218,16 @@ impl TraceContext {
 
     /// The `traceparent` value, version 00.
     pub fn traceparent(&self) -> String {
-        format!(
-            "00-{}-{}-{:02x}",
-            self.trace_id_hex(),
-            self.span_id_hex(),
-            self.flags
-        )
+        // `00-` + 32 + `-` + 16 + `-` + 2: written digit by digit, without the
+        // formatting machinery (this runs for every plugin call).
+        let mut s = String::with_capacity(55);
+        s.push_str("00-");
+        push_hex(&mut s, &self.trace_id);
+        s.push('-');
+        push_hex(&mut s, &self.span_id);
+        s.push('-');
+        push_hex(&mut s, &[self.flags]);
+        s
     }
 
     /// The `tracestate` value, as received.
@@ -291,13 +295,18 @@ fn hex_byte(two: &[u8]) -> Option<u8> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
+    push_hex(&mut s, bytes);
     s
+}
+
+/// Appends `bytes` as lowercase hex digits.
+fn push_hex(s: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
 }
 
 /// A random non-zero id (`fastrand`'s per-thread generator, seeded from
