@@ -100,13 +100,17 @@ pub(crate) async fn plugin_call<T, F: Future<Output = T>>(
     make: impl FnOnce() -> F,
     outcome: impl FnOnce(&T) -> &'static str,
 ) -> T {
+    let own_parent;
     let (call, parent) = match request {
-        Some(request) => (request.child(), Some(request.span_id_hex())),
+        Some(request) => (request.child(), Some(request)),
         None => {
             let (call, parent) = request_context();
-            (call, parent.as_ref().map(TraceContext::span_id_hex))
+            own_parent = parent;
+            (call, own_parent.as_ref())
         }
     };
+    // The ids are formatted only when the span is enabled: the macro
+    // evaluates its fields only then.
     let span = tracing::info_span!(
         "nri.plugin_call",
         plugin,
@@ -115,7 +119,7 @@ pub(crate) async fn plugin_call<T, F: Future<Output = T>>(
         container = subject.container_id(),
         trace_id = %call.trace_id_hex(),
         span_id = %call.span_id_hex(),
-        parent_span_id = %parent.as_deref().unwrap_or_default(),
+        parent_span_id = %parent.map(TraceContext::span_id_hex).unwrap_or_default(),
         outcome = tracing::field::Empty,
     );
     let result = tracing::Instrument::instrument(CALL.scope(call, make()), span.clone()).await;

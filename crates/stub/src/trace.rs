@@ -42,18 +42,16 @@ pub(crate) fn request_span<R: Subject>(
     req: &R,
     trace: Option<&TraceContext>,
 ) -> tracing::Span {
-    let (trace_id, parent) = match trace {
-        Some(t) => (t.trace_id_hex(), t.span_id_hex()),
-        None => (String::new(), String::new()),
-    };
+    // The ids are formatted only when the span is enabled: the macro
+    // evaluates its fields only then.
     tracing::info_span!(
         "nri.plugin_request",
         plugin,
         event,
         pod = req.pod_id(),
         container = req.container_id(),
-        trace_id = trace_id.as_str(),
-        parent_span_id = parent.as_str(),
+        trace_id = trace.map(TraceContext::trace_id_hex).unwrap_or_default(),
+        parent_span_id = trace.map(TraceContext::span_id_hex).unwrap_or_default(),
         outcome = tracing::field::Empty,
     )
 }
