@@ -1886,25 +1886,43 @@ perf stat -e task-clock,context-switches -- target/release/nri-rs-adaptation-ben
   -plugin target/release/nri-rs-min-plugin -mode create -plugins 8 -n 3000 -warmup 300 -registrations 0
 ```
 
-| per CreateContainer (8 plugins, whole chain) | before | now | raw chain |
-|---|---:|---:|---:|
-| system calls | 73 | 56 | 32 |
-| `epoll_wait` | 40 | 24 | – |
-| `sendto` + `recvfrom` | 32 | 32 | 32 (`write` + `read`) |
-| context switches | 29–31 | 18.5–19 | 16 (two per hop) |
+| per CreateContainer (8 plugins, whole chain) | tokio sockets | `UnixTrunk` | now | raw chain |
+|---|---:|---:|---:|---:|
+| system calls | 73 | 56 | 48 | 32 |
+| `epoll_wait` | 40 | 24 | 16 | – |
+| `sendto` + `recvfrom` | 32 | 32 | 32 | 32 (`write` + `read`) |
+| context switches | 29–31 | 18.5–19 | 18.6–19 | 16 (two per hop) |
+| task hand-overs per hop (runtime + plugin) | 4 + 5 | 4 + 5 | 2 + 1 | – |
+
+(The context switches are those of the runtime and plugin processes while they run the
+calls: `perf stat -e context-switches,syscalls:sys_enter_sendto -p <their pids>` over 3 s
+of a long run, divided by the calls, 16 `sendto` each.)
 
 * **Waiting, not computing.** Plugins are called one after the other, so a call is 8
   round trips, and most of each is the kernel waking the peer process (CPU samples: 60 %
   in the kernel, wake-ups and task switches above all).
-* **What changed.** tokio registers every socket with its event loop for reading and
+* **Fewer wake-ups.** tokio registers every socket with its event loop for reading and
   writing. On a Unix socket each read by the peer frees buffer space and raises a new
   "writable" event, so every message woke its sender once more when the receiver read
-  it: two useless wake-ups per hop. The mux now registers its socket for readability
-  only and asks for writability only while a write waits for buffer space
-  (`nri_mux::UnixTrunk`): a plugin now blocks once per message, as the raw chain does.
-* **What is left** above the raw chain: one non-blocking `epoll_wait` per hop in the
-  runtime, and user-space work spread thin (task polling, protobuf decoding with its
-  allocations, copies between ttRPC, mux and socket buffers: none above 1 % of samples).
+  it: two useless wake-ups per hop. The mux registers its socket for readability only
+  and asks for writability only while a write waits for buffer space
+  (`nri_mux::UnixTrunk`): a plugin blocks once per message, as the raw chain does.
+* **Fewer task hand-overs.** A message used to pass from the task that made it to the
+  ttRPC writer task, then to the mux writer task, which sent it; and a plugin ran each
+  handler in a task of its own and handed its reply back to the connection's task. Now
+  the task that makes a message sends it to the socket itself (the mux writes straight
+  to a `UnixTrunk` socket when nothing else is queued; ttRPC writes from the calling task
+  and keeps a partly written frame with the connection, so a cancelled call never leaves
+  half a frame), and a plugin's handler that completes without waiting runs on the
+  connection's task. A hop is now: runtime `sendto`, `epoll_wait` (sleeps), `recvfrom`;
+  plugin `epoll_wait` (sleeps), `recvfrom`, `sendto`. The runtime's requests come from a
+  spawned task, as a runtime's request handlers make them: a future the thread blocks on
+  is polled only after one more, non-blocking, `epoll_wait`.
+* **What is left** above the raw chain: the event loop's `epoll_wait` per message
+  received (the raw chain blocks in `read`), the two hand-overs from the mux's reader
+  task to the ttRPC reader and the caller, and user-space work spread thin (task
+  polling, protobuf encoding and decoding with their allocations, the merge of each
+  reply: in the runtime none above 6 % of its samples).
 
 ### One CPU against two
 

@@ -1,15 +1,89 @@
 //! The ttRPC server of the Plugin service, routing every method to a [`Session`];
 //! a handler that panics answers with the panic's message and location.
+//!
+//! Each method has only what differs from one to the next: its request and
+//! response types and its session handler, whose response is encoded at once.
+//! Everything around the handler (the request's span and trace context, catching a
+//! panic, recording the outcome) is one piece of code for all of them, run on the
+//! handler as a boxed future: a plugin carries it once, not once per method.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use nri_api::service::{plugin as method, PLUGIN_SERVICE};
-use nri_ttrpc::Server;
+use nri_ttrpc::{Server, Status, TraceContext};
+use prost::bytes::{Buf, BufMut};
+use prost::encoding::{skip_field, DecodeContext, WireType};
+use prost::Message;
 use tracing::Instrument;
 
 use crate::session::Session;
 use crate::trace;
 use crate::Plugin;
+
+/// A handler's outcome: its response message, already encoded.
+type Handled = Pin<Box<dyn Future<Output = Result<Encoded, Status>> + Send>>;
+
+/// A response message encoded by its handler, passed on as it is.
+#[derive(Debug, Default)]
+struct Encoded(Vec<u8>);
+
+impl Encoded {
+    fn of<M: Message>(msg: M) -> Encoded {
+        Encoded(msg.encode_to_vec())
+    }
+}
+
+impl Message for Encoded {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        buf.put_slice(&self.0);
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        // Never decoded: only sent.
+        skip_field(wire_type, tag, buf, ctx)
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// Runs one handler in its request's span and trace context, turning a panic
+/// into the error the runtime receives.
+fn serve<P: Plugin>(
+    session: Arc<Session<P>>,
+    method: &'static str,
+    span: tracing::Span,
+    trace: Option<TraceContext>,
+    handled: Handled,
+) -> Handled {
+    let recorder = span.clone();
+    Box::pin(
+        async move {
+            let (reply, outcome) = match crate::panic::catching(trace::scope(trace, handled)).await
+            {
+                Ok(Ok(reply)) => (Ok(reply), "ok"),
+                Ok(Err(status)) => (Err(status), "error"),
+                Err(caught) => (Err(session.handler_panicked(method, caught)), "panic"),
+            };
+            recorder.record("outcome", outcome);
+            reply
+        }
+        .instrument(span),
+    )
+}
 
 /// A server with every Plugin-service method registered.
 pub(crate) fn plugin_server<P: Plugin>(session: Arc<Session<P>>) -> Server {
@@ -20,21 +94,13 @@ pub(crate) fn plugin_server<P: Plugin>(session: Arc<Session<P>>) -> Server {
             // Requests are decoded straight into a box, so they move
             // through the handler's layers as a pointer.
             server.register_msg(PLUGIN_SERVICE, $name, move |ctx, req: Box<_>| {
-                let session = Arc::clone(&session);
                 let trace = trace::incoming(&ctx);
-                let span = trace::request_span(&session.plugin_name(), $name, &*req, trace.as_ref());
-                let recorder = span.clone();
-                async move {
-                    let handled = trace::scope(trace, session.$handler(req));
-                    let (reply, outcome) = match crate::panic::catching(handled).await {
-                        Ok(Ok(reply)) => (Ok(reply), "ok"),
-                        Ok(Err(status)) => (Err(status), "error"),
-                        Err(caught) => (Err(session.handler_panicked($name, caught)), "panic"),
-                    };
-                    recorder.record("outcome", outcome);
-                    reply
-                }
-                .instrument(span)
+                let span =
+                    trace::request_span(&|| session.plugin_name(), $name, &*req, trace.as_ref());
+                let handler = Arc::clone(&session);
+                let handled: Handled =
+                    Box::pin(async move { handler.$handler(req).await.map(Encoded::of) });
+                serve(Arc::clone(&session), $name, span, trace, handled)
             });
         })*};
     }

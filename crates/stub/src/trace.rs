@@ -36,17 +36,17 @@ pub(crate) fn incoming(ctx: &RequestContext) -> Option<TraceContext> {
 }
 
 /// The span of one handled request. `outcome` is recorded when it ends.
-pub(crate) fn request_span<R: Subject>(
-    plugin: &str,
+pub(crate) fn request_span(
+    plugin: &dyn Fn() -> String,
     event: &str,
-    req: &R,
+    req: &dyn Subject,
     trace: Option<&TraceContext>,
 ) -> tracing::Span {
-    // The ids are formatted only when the span is enabled: the macro
-    // evaluates its fields only then.
+    // The plugin's name and the ids are formatted only when the span is
+    // enabled: the macro evaluates its fields only then.
     tracing::info_span!(
         "nri.plugin_request",
-        plugin,
+        plugin = plugin(),
         event,
         pod = req.pod_id(),
         container = req.container_id(),
