@@ -219,29 +219,18 @@ impl Server {
         F: Fn(RequestContext, Req) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
     {
-        let f = Arc::new(f);
         self.route(
             service,
             method,
-            Arc::new(move |ctx, payload: Bytes| {
-                let f = f.clone();
-                Box::pin(async move {
-                    let req = Req::decode(payload).map_err(|e| {
-                        Status::internal(format!("ttrpc: error unmarshalling payload: {e}"))
-                    })?;
-                    let resp = f(ctx, req).await?;
-                    match frame::encode_ok_response_frame(0, &frame::InPlace(&resp)) {
-                        Ok(frame) => Ok(Answer::Frame(frame)),
-                        Err(Error::Oversized { len, max }) => {
-                            tracing::warn!(len, max, "ttrpc server: response too large");
-                            Err(Status::new(
-                                Code::ResourceExhausted,
-                                frame::oversize_message(len, max),
-                            ))
-                        }
-                        Err(e) => Err(Status::internal(format!("encoding response: {e}"))),
-                    }
-                })
+            // Only the decoding and the call depend on the method: what follows
+            // the call is shared by every method with the same response future.
+            Arc::new(move |ctx, payload: Bytes| match Req::decode(payload) {
+                Ok(req) => respond(f(ctx, req)),
+                Err(e) => {
+                    let status =
+                        Status::internal(format!("ttrpc: error unmarshalling payload: {e}"));
+                    Box::pin(std::future::ready(Err(status)))
+                }
             }),
         );
     }
@@ -563,6 +552,29 @@ impl<R: AsyncRead + Unpin> Connection<R> {
         }
         self.slot = Some(slot);
     }
+}
+
+/// Awaits a typed handler's call and encodes its response straight into the
+/// response frame.
+fn respond<Resp, Fut>(call: Fut) -> BoxFuture<'static, Result<Answer, Status>>
+where
+    Resp: Message + 'static,
+    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
+{
+    Box::pin(async move {
+        let resp = call.await?;
+        match frame::encode_ok_response_frame(0, &frame::InPlace(&resp)) {
+            Ok(frame) => Ok(Answer::Frame(frame)),
+            Err(Error::Oversized { len, max }) => {
+                tracing::warn!(len, max, "ttrpc server: response too large");
+                Err(Status::new(
+                    Code::ResourceExhausted,
+                    frame::oversize_message(len, max),
+                ))
+            }
+            Err(e) => Err(Status::internal(format!("encoding response: {e}"))),
+        }
+    })
 }
 
 /// Writes a response frame; its slot is released once written.
