@@ -1834,14 +1834,15 @@ fn render_registration(d: &mut String, res: &Results, counts: Counts) {
 
 /// What the idle plugin memory is made of (measured apart, see the text).
 const MEMORY_NOTES: &str = "
-What the figures are made of, from `/proc/<pid>/smaps` of idle minimal plugins (measured \
-apart on the same machine, connected to our runtime; the builds are the bench's):
+What the figures are made of, from `/proc/<pid>/smaps` of minimal plugins (measured \
+apart on the same machine, connected to our runtime and answering calls; the builds are the \
+bench's):
 
 | | Rust, dynamic | Rust, static | Go, static |
 |---|---:|---:|---:|
-| the program's own file pages (text, rodata, data) | 1,444 KiB (2.4 MB binary) | 2,060 KiB (3.4 MB binary, the parts of glibc it uses included) | 5,988 KiB (10.2 MB binary) |
-| libc, ld.so, libgcc_s file pages | 1,640 KiB | – | – |
-| anonymous (heap, stacks, runtime) | 316 KiB | 276 KiB | about 1,500 KiB |
+| the program's own file pages (text, rodata, data) | 1,220 KiB (2.1 MB binary) | 2,136 KiB (3.1 MB binary, the parts of glibc it uses included) | 5,988 KiB (10.2 MB binary) |
+| libc, ld.so, libgcc_s file pages | 1,588 KiB | – | – |
+| anonymous (`RssAnon`: heap, stacks, runtime) | 280 KiB | 236 KiB | about 1,500 KiB |
 | threads | 1 | 1 | 5 |
 
 * The Rust plugin's private memory is small: one thread (a current-thread tokio runtime \
@@ -1850,18 +1851,24 @@ apart on the same machine, connected to our runtime; the builds are the bench's)
   what each more plugin process really costs; Rust needs about a sixth of Go's.
 * Most of a Rust plugin's `VmRSS` is file pages that the kernel maps in whole (fault-around \
   maps up to 64 KiB of already cached file around each touched page): practically the whole \
-  text of the binary (1,664 of the static build's 1,860 KiB of text are resident, so every \
-  KiB of code a plugin carries costs about a KiB of `VmRSS`, used or not) and half of the \
+  text of the binary (all 1,672 KiB of the static build's text are resident, so every \
+  KiB of code a plugin carries costs a KiB of `VmRSS`, used or not) and half of the \
   dynamic glibc count as resident. They are shared with every other process using \
   the same files.
-* What the static default build's 3.4 MB hold, by symbol size, roughly: 700 to 850 KiB of \
+* What the static default build's 3.1 MB hold, by symbol size, roughly: 700 to 850 KiB of \
   glibc (its `printf` and `scanf` families, locale tables and dynamic loader come along with \
   what the Rust standard library calls), 250 KiB of the standard library and its generic \
-  code, 230 KiB tokio and the stub's handler futures inlined into it, 170 KiB of the \
-  standard library's backtrace printer, 170 KiB of NRI message code, 160 KiB stub (a split \
-  Synchronize decoded on a thread of its own included), 120 KiB ttRPC, 90 KiB prost. With \
-  the release profile's defaults none of these can go: the backtrace printer and glibc's \
-  parts come with the standard library whatever the plugin calls.
+  code, 170 KiB of the standard library's backtrace printer, 165 KiB stub (a split \
+  Synchronize decoded on a thread of its own included), 150 KiB tokio, 120 KiB of NRI \
+  message code, 80 KiB ttRPC, 70 KiB prost. With the release profile's defaults none of \
+  these can go: the backtrace printer and glibc's parts come with the standard library \
+  whatever the plugin calls. What did go is code a plugin carried once per NRI method: the \
+  stub now runs the layers around each handler (its span, trace context and panic \
+  catching) as one piece of code on a boxed future, and ttRPC shares what follows each \
+  typed call; each method keeps only its own decoding, handler and encoding. That took \
+  125 KiB of text out of the static build (1,826 to 1,703 KiB of functions), and 116 to \
+  134 KiB of `VmRSS` out of each of its processes (2,416 KiB before, 2,282 to 2,300 KiB \
+  after, measured alike); the dynamic build's change stayed within its spread between runs.
 * What a plugin author can do about it: a current-thread runtime and no logging subscriber \
   or JSON configuration (the test plugin, with `serde_json`, `tracing-subscriber` and an \
   event log, is about 1 MiB bigger); static linking (what `deploy/build-images` does), \
@@ -1940,7 +1947,8 @@ latency and CPU time per call (the `/proc` figures of the table above):
 | raw chain, one CPU | 88 µs | | |
 
 (The raw chain rows come from a standalone echo chain of the same shape and bytes, 156
-out and 58 back per hop, run the same way.)
+out and 58 back per hop, run the same way. The rows of our runtime were measured before
+the task hand-overs per hop were cut, see the profile.)
 
 * **Waking the other CPU is what costs most here.** On this virtual machine an idle
   vCPU is halted, and a message to a process the kernel places on it waits for that CPU
