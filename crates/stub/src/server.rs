@@ -7,12 +7,10 @@
 //! panic, recording the outcome) is one piece of code for all of them, run on the
 //! handler as a boxed future: a plugin carries it once, not once per method.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use nri_api::service::{plugin as method, PLUGIN_SERVICE};
-use nri_ttrpc::{Server, Status, TraceContext};
+use nri_ttrpc::{BoxFuture, Server, Status, TraceContext};
 use prost::bytes::{Buf, BufMut};
 use prost::encoding::{skip_field, DecodeContext, WireType};
 use prost::Message;
@@ -23,7 +21,7 @@ use crate::trace;
 use crate::Plugin;
 
 /// A handler's outcome: its response message, already encoded.
-type Handled = Pin<Box<dyn Future<Output = Result<Encoded, Status>> + Send>>;
+type Handled = BoxFuture<'static, Result<Encoded, Status>>;
 
 /// A response message encoded by its handler, passed on as it is.
 #[derive(Debug, Default)]

@@ -81,8 +81,6 @@ struct Shared {
 struct State {
     next_id: u32,
     pending: HashMap<u32, oneshot::Sender<Reply>>,
-    /// Set once the client is closed.
-    closed: bool,
 }
 
 impl Shared {
@@ -95,10 +93,11 @@ impl Shared {
     fn close(&self) {
         let pending = {
             let mut st = self.state();
-            st.closed = true;
+            // Closed under the lock, so no call can be registered after the
+            // pending ones were taken: the outbox refuses its frame.
+            self.outbox.close();
             std::mem::take(&mut st.pending)
         };
-        self.outbox.close();
         if !pending.is_empty() {
             tracing::debug!(
                 pending = pending.len(),
@@ -117,9 +116,6 @@ impl Shared {
         let next = id
             .checked_add(2)
             .ok_or_else(|| Error::Protocol("stream ids exhausted".into()))?;
-        if st.closed {
-            return Err(Error::Closed);
-        }
         frame::set_stream_id(&mut frame, id);
         self.outbox.send(frame, ()).map_err(|_| Error::Closed)?;
         st.next_id = next;
@@ -179,7 +175,6 @@ impl Client {
             state: Mutex::new(State {
                 next_id: 1,
                 pending: HashMap::new(),
-                closed: false,
             }),
             closed,
             outbox: Arc::new(Outbox::new(Box::new(wr))),

@@ -35,22 +35,11 @@ struct State<T> {
     queue: VecDeque<(Vec<u8>, T)>,
     /// Bytes of the first queued frame already written.
     offset: usize,
-    /// Tokens of frames written since the last completed flush.
+    /// Tokens of frames written since the last completed flush (a flush is owed
+    /// while there are any).
     unflushed: Vec<T>,
-    /// Something was written since the last completed flush.
-    dirty: bool,
     /// The write error that stopped the outbox, for the background task to report.
     error: Option<io::Error>,
-}
-
-/// What a round of writing achieved.
-enum Progress {
-    /// Everything is written and flushed.
-    Idle,
-    /// The stream cannot take more now; it wakes the background task when it can.
-    Blocked,
-    /// The outbox is closed.
-    Closed,
 }
 
 /// The outbox is closed: the frame was not sent.
@@ -79,7 +68,6 @@ impl<T> Outbox<T> {
                 queue: VecDeque::new(),
                 offset: 0,
                 unflushed: Vec::new(),
-                dirty: false,
                 error: None,
             }),
             notify,
@@ -121,20 +109,17 @@ impl<T> Outbox<T> {
         self.notify.notify_one();
     }
 
-    /// Writes, then flushes, what is queued, until done, blocked, or failed. A
+    /// Writes, then flushes, what is queued, until done or until the stream
+    /// cannot take more (it then wakes the background task when it can). A
     /// failure closes the outbox and wakes the background task to report it.
-    fn progress(&self, st: &mut State<T>) -> Progress {
+    fn progress(&self, st: &mut State<T>) {
         let mut cx = Context::from_waker(&self.waker);
-        match write_queued(st, &mut cx) {
-            Ok(progress) => progress,
-            Err(e) => {
-                st.io = None;
-                st.queue.clear();
-                st.unflushed.clear();
-                st.error = Some(e);
-                self.notify.notify_one();
-                Progress::Closed
-            }
+        if let Err(e) = write_queued(st, &mut cx) {
+            st.io = None;
+            st.queue.clear();
+            st.unflushed.clear();
+            st.error = Some(e);
+            self.notify.notify_one();
         }
     }
 
@@ -145,23 +130,20 @@ impl<T> Outbox<T> {
         loop {
             self.notify.notified().await;
             let mut st = self.state();
-            if let Some(e) = st.error.take() {
-                return Err(e);
-            }
-            if let Progress::Closed = self.progress(&mut st) {
-                return match st.error.take() {
-                    Some(e) => Err(e),
-                    None => Ok(()),
-                };
+            self.progress(&mut st);
+            if st.io.is_none() {
+                return st.error.take().map_or(Ok(()), Err);
             }
         }
     }
 }
 
-fn write_queued<T>(st: &mut State<T>, cx: &mut Context<'_>) -> io::Result<Progress> {
+/// Returns `Ok` when everything is written and flushed, when the stream cannot
+/// take more now, or when the outbox is closed.
+fn write_queued<T>(st: &mut State<T>, cx: &mut Context<'_>) -> io::Result<()> {
     loop {
         let Some(io) = st.io.as_mut() else {
-            return Ok(Progress::Closed);
+            return Ok(());
         };
         if let Some((frame, _)) = st.queue.front() {
             let rest = frame.get(st.offset..).unwrap_or_default();
@@ -173,7 +155,6 @@ fn write_queued<T>(st: &mut State<T>, cx: &mut Context<'_>) -> io::Result<Progre
                     ))
                 }
                 Poll::Ready(Ok(n)) => {
-                    st.dirty = true;
                     st.offset += n;
                     if st.offset >= frame.len() {
                         st.offset = 0;
@@ -183,20 +164,17 @@ fn write_queued<T>(st: &mut State<T>, cx: &mut Context<'_>) -> io::Result<Progre
                     }
                 }
                 Poll::Ready(Err(e)) => return Err(e),
-                Poll::Pending => return Ok(Progress::Blocked),
+                Poll::Pending => return Ok(()),
             }
             continue;
         }
-        if !st.dirty {
-            return Ok(Progress::Idle);
+        if st.unflushed.is_empty() {
+            return Ok(());
         }
         match Pin::new(io).poll_flush(cx) {
-            Poll::Ready(Ok(())) => {
-                st.dirty = false;
-                st.unflushed.clear();
-            }
+            Poll::Ready(Ok(())) => st.unflushed.clear(),
             Poll::Ready(Err(e)) => return Err(e),
-            Poll::Pending => return Ok(Progress::Blocked),
+            Poll::Pending => return Ok(()),
         }
     }
 }

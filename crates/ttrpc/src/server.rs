@@ -283,7 +283,7 @@ impl Server {
 type Slot = OwnedSemaphorePermit;
 
 /// A handler's call, wrapped to answer with its encoded response frame.
-type Call = Pin<Box<dyn Future<Output = Option<Vec<u8>>> + Send>>;
+type Call = BoxFuture<'static, Option<Vec<u8>>>;
 
 /// Aborts a spawned task when dropped.
 struct AbortOnDrop<T>(task::JoinHandle<T>);

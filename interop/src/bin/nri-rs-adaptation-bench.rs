@@ -272,22 +272,19 @@ fn main() -> ExitCode {
     // The runtime's requests are made from a task, as a runtime's request
     // handlers make them, not from the future the thread blocks on (which
     // tokio polls only after one more look at its event loop).
-    let args = Arc::new(args);
-    let result = rt.block_on(async {
-        let args = Arc::clone(&args);
-        let run = tokio::spawn(async move {
-            match args.mode.as_str() {
-                "create" => run_create(&args).await,
-                "lifecycle" => run_lifecycle(&args).await,
-                "sync" => run_sync(&args).await,
-                "load" => run_load(&args).await,
-                "wasm" => run_wasm(&args).await,
-                other => Err(format!("unknown -mode {other}")),
-            }
-        });
-        run.await
-            .unwrap_or_else(|e| Err(format!("bench task failed: {e}")))
+    let run = rt.spawn(async move {
+        match args.mode.as_str() {
+            "create" => run_create(&args).await,
+            "lifecycle" => run_lifecycle(&args).await,
+            "sync" => run_sync(&args).await,
+            "load" => run_load(&args).await,
+            "wasm" => run_wasm(&args).await,
+            other => Err(format!("unknown -mode {other}")),
+        }
     });
+    let result = rt
+        .block_on(run)
+        .unwrap_or_else(|e| Err(format!("bench task failed: {e}")));
     rt.shutdown_timeout(Duration::from_secs(5));
     match result.and_then(|r| serde_json::to_string_pretty(&r).map_err(|e| e.to_string())) {
         Ok(doc) => {
