@@ -61,12 +61,19 @@ mod hop;
 mod machine;
 #[path = "common/raw_chain.rs"]
 mod raw_chain;
+#[path = "common/rss_floor.rs"]
+mod rss_floor;
 
 const GO_BENCH: &str = "nri-adaptation-bench";
 const RUST_BENCH: &str = env!("CARGO_BIN_EXE_nri-rs-adaptation-bench");
 const GO_PLUGIN: &str = "nri-ref-plugin";
 const RUST_PLUGIN: &str = env!("CARGO_BIN_EXE_nri-rs-test-plugin");
 const GO_MIN_PLUGIN: &str = "nri-min-plugin";
+/// The program of `interop/min-plugin` that is the minimal plugin's build
+/// without any plugin code (`common/rss_floor.rs`).
+const RSS_FLOOR: &str = "nri-rs-rss-floor";
+/// Processes of it measured per build.
+const RSS_FLOOR_PROCESSES: usize = 16;
 const LATENCY_TARGET: f64 = 0.5;
 const MEMORY_TARGET: f64 = 0.25;
 /// One hop over a raw socket pair round trip of the same bytes.
@@ -448,6 +455,17 @@ fn main() {
     let go_min = build_go_min_plugin(&go_bench, true);
     let go_min_static = build_go_min_plugin(&go_bench, false);
     let (rust_min, rust_min_static, rust_min_small) = build_min_plugins();
+    let rss_floor = [
+        (Plugin::RustMin, &rust_min),
+        (Plugin::RustMinStatic, &rust_min_static),
+        (Plugin::RustMinSmall, &rust_min_small),
+    ]
+    .into_iter()
+    .map(|(plugin, path)| {
+        let floor = path.with_file_name(RSS_FLOOR);
+        (plugin, rss_floor::measure(&floor, RSS_FLOOR_PROCESSES))
+    })
+    .collect();
     let progs = Programs {
         go_bench,
         plugins: BTreeMap::from([
@@ -575,6 +593,7 @@ fn main() {
     let results = Results {
         creates,
         memory,
+        rss_floor,
         cycles,
         syncs,
         hop,
@@ -604,6 +623,9 @@ struct Results {
     creates: Vec<Pair>,
     /// The minimal plugins' other builds, measured for their idle memory.
     memory: Vec<Pair>,
+    /// Idle memory of `nri-rs-rss-floor` in each build of the minimal Rust
+    /// plugin (keyed by that build).
+    rss_floor: BTreeMap<Plugin, Vec<rss_floor::Idle>>,
     cycles: Vec<Pair>,
     syncs: Vec<(usize, Pair)>,
     hop: hop::Hop,
@@ -1203,6 +1225,58 @@ fn plugin_memory(res: &Results) -> (MemoryByPlugin, MemoryByPlugin) {
     (rss, anon)
 }
 
+/// Median idle `VmRSS` (KiB) of `nri-rs-rss-floor` in the build of
+/// `plugin`, if it was measured.
+fn floor_rss(res: &Results, plugin: Plugin) -> Option<u64> {
+    let values: Vec<u64> = res
+        .rss_floor
+        .get(&plugin)?
+        .iter()
+        .map(|i| i.vm_rss)
+        .collect();
+    (!values.is_empty()).then(|| median_u64(&values))
+}
+
+/// The floor of each build of the minimal Rust plugin next to the plugin.
+fn render_rss_floor(d: &mut String, res: &Results, plugin_rss: &dyn Fn(Plugin) -> u64) {
+    if res.rss_floor.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        d,
+        "**Floor**: `{RSS_FLOOR}` (`interop/min-plugin/src/floor.rs`), built with the minimal \
+         plugin in each of its forms, is a Rust program with no plugin code: it starts, writes \
+         one byte to a socket and blocks reading it. Its `VmRSS`, read once the kernel has put \
+         it to sleep in that read, {RSS_FLOOR_PROCESSES} processes per build, is what any \
+         Rust program of that build pays on this machine (the standard library's start-up, \
+         the dynamic loader, the C library); the plugin's figure less the floor is what the \
+         plugin's own code and data cost (tokio, the stub, the mux, ttRPC, the messages).\n"
+    );
+    let _ = writeln!(
+        d,
+        "| build | floor median VmRSS | floor RssAnon | minimal plugin median VmRSS | the plugin's own share | floor over Go's default build | over Go's static build |\n\
+         |---|---:|---:|---:|---:|---:|---:|"
+    );
+    let (go, go_static) = (plugin_rss(Plugin::GoMin), plugin_rss(Plugin::GoMinStatic));
+    for (plugin, values) in &res.rss_floor {
+        let Some(floor) = floor_rss(res, *plugin) else {
+            continue;
+        };
+        let anon: Vec<u64> = values.iter().map(|i| i.rss_anon).collect();
+        let ours = plugin_rss(*plugin);
+        let _ = writeln!(
+            d,
+            "| {} | {floor} KiB | {} KiB | {ours} KiB | {} KiB | {:.2} | {:.2} |",
+            plugin.label(),
+            median_u64(&anon),
+            ours.saturating_sub(floor),
+            floor as f64 / go.max(1) as f64,
+            floor as f64 / go_static.max(1) as f64,
+        );
+    }
+    let _ = writeln!(d);
+}
+
 /// Every target of this document in one table: the figure, the floor (what
 /// a runtime that took no time at all would reach, where the run measures
 /// it) and whether the target is met, missed, or out of any runtime's
@@ -1219,8 +1293,10 @@ fn render_targets(d: &mut String, res: &Results) {
          time at all would reach, measured in the same run where the section says how: with \
          the same plugins behind a scripted runtime (CreateContainer, registration, \
          Synchronize), the module's own calls and the work around them that no runtime can \
-         skip (WebAssembly). Where the floor is above the target, no runtime \
-         can meet the target with those plugins on this machine.\n"
+         skip (WebAssembly). For a plugin's idle memory the floor is a program of the same \
+         build with no plugin code at all (\"Idle plugin memory\"). Where the floor is above \
+         the target, no runtime can meet the target with those plugins on this machine (no \
+         plugin of that build, for memory).\n"
     );
     let _ = writeln!(d, "| figure | target | measured | floor | verdict |");
     let _ = writeln!(d, "|---|---|---:|---:|---|");
@@ -1334,11 +1410,12 @@ fn render_targets(d: &mut String, res: &Results) {
             continue;
         }
         let ratio = med(rust) as f64 / med(go).max(1) as f64;
+        let floor = floor_rss(res, rust).map(|f| f as f64 / med(go).max(1) as f64);
         row(
             format!("idle minimal plugin VmRSS, {what}: R/G"),
             MEMORY_TARGET,
             ratio,
-            None,
+            floor,
         );
     }
     let p = &res.wasm;
@@ -1409,6 +1486,7 @@ fn render_memory(d: &mut String, res: &Results) {
     let med = |side: Plugin| median_u64(rss.get(&side).map_or(&[], Vec::as_slice));
     let med_anon = |side: Plugin| median_u64(anon.get(&side).map_or(&[], Vec::as_slice));
     let _ = writeln!(d);
+    render_rss_floor(d, res, &med);
     for (rust, go, what) in [
         (
             Plugin::RustMin,

@@ -87,3 +87,87 @@ pub fn create_trunk_bytes(
         MUX_HEADER_LEN + TTRPC_HEADER_LEN + resp.encoded_len(),
     )
 }
+
+/// What the benches read of `/proc/<pid>/stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcStat {
+    /// The state letter (`R` running, `S` sleeping, ...).
+    pub state: char,
+    /// User and system CPU time, in clock ticks.
+    pub utime: u64,
+    pub stime: u64,
+}
+
+/// Reads `/proc/<pid>/stat`.
+///
+/// ```
+/// let me = nri_interop::bench::proc_stat(std::process::id()).unwrap();
+/// assert_eq!(me.state, 'R');
+/// ```
+pub fn proc_stat(pid: u32) -> Result<ProcStat, String> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).map_err(|e| format!("read {path}: {e}"))?;
+    parse_proc_stat(&stat).ok_or_else(|| format!("{path}: cannot parse {stat:?}"))
+}
+
+/// The fields after the command name, which is in parentheses and may hold
+/// spaces and parentheses itself: state is field 3, utime 14, stime 15.
+fn parse_proc_stat(stat: &str) -> Option<ProcStat> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    Some(ProcStat {
+        state: fields.first()?.chars().next()?,
+        utime: num(11)?,
+        stime: num(12)?,
+    })
+}
+
+/// One size in KiB from `/proc/<pid>/status`, `field` with its colon
+/// (`"VmRSS:"`, `"RssAnon:"`).
+///
+/// ```
+/// let rss = nri_interop::bench::status_kib(std::process::id(), "VmRSS:").unwrap();
+/// assert!(rss > 0);
+/// ```
+pub fn status_kib(pid: u32, field: &str) -> Result<u64, String> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).map_err(|e| format!("read {path}: {e}"))?;
+    parse_status_kib(&status, field).ok_or_else(|| format!("no {field} in {path}"))
+}
+
+fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_parentheses_in_the_name() {
+        let line = "42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 5 0 0";
+        assert_eq!(
+            parse_proc_stat(line),
+            Some(ProcStat {
+                state: 'S',
+                utime: 7,
+                stime: 3
+            })
+        );
+        assert_eq!(parse_proc_stat("42 (a) S 1"), None);
+        assert_eq!(parse_proc_stat("no name"), None);
+    }
+
+    #[test]
+    fn status_fields_by_exact_name() {
+        let status = "Name:\tx\nVmRSSx:\t9 kB\nVmRSS:\t  1884 kB\nRssAnon:\t124 kB\n";
+        assert_eq!(parse_status_kib(status, "VmRSS:"), Some(1884));
+        assert_eq!(parse_status_kib(status, "RssAnon:"), Some(124));
+        assert_eq!(parse_status_kib(status, "RssFile:"), None);
+    }
+}

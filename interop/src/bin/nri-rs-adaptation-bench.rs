@@ -63,7 +63,7 @@ use nri_api::{
     Container, ContainerEviction, ContainerState, ContainerUpdate, PodSandbox,
     RemoveContainerRequest, StartContainerRequest, StopContainerRequest,
 };
-use nri_interop::bench::create_request;
+use nri_interop::bench::{create_request, proc_stat, status_kib};
 use prost::Message;
 use serde::Serialize;
 use serde_json::json;
@@ -1446,36 +1446,9 @@ fn cpu_ticks(runtime: u32, plugins: &[Child]) -> Result<(u64, u64), Failure> {
 
 /// `utime + stime` of `/proc/<pid>/stat`.
 fn process_cpu_ticks(pid: u32) -> Result<u64, Failure> {
-    let path = format!("/proc/{pid}/stat");
-    let stat = std::fs::read_to_string(&path).map_err(|e| format!("read {path}: {e}"))?;
-    // The fields after the command name (in parentheses, which may hold
-    // spaces): state is field 3, utime 14, stime 15.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .ok_or_else(|| format!("{path}: no command name"))?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .ok_or_else(|| format!("{path}: bad field {}", i + 3))
-    };
-    Ok(field(11)? + field(12)?)
+    proc_stat(pid).map(|s| s.utime + s.stime)
 }
 
 fn vm_rss_kib(pid: u32) -> Result<u64, Failure> {
     status_kib(pid, "VmRSS:")
-}
-
-/// One size (in KiB) of `/proc/<pid>/status`, e.g. `RssAnon:`.
-fn status_kib(pid: u32, field: &str) -> Result<u64, Failure> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|e| format!("read /proc/{pid}/status: {e}"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| format!("no {field} for pid {pid}"))
 }
