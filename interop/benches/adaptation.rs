@@ -1242,13 +1242,13 @@ fn against(value: f64, target: f64) -> String {
 /// Median idle `VmRSS` (KiB) of `nri-rs-rss-floor` in the build of
 /// `plugin`, if it was measured.
 fn floor_rss(res: &Results, plugin: Plugin) -> Option<u64> {
-    let values: Vec<u64> = res
-        .rss_floor
-        .get(&plugin)?
-        .iter()
-        .map(|i| i.vm_rss)
-        .collect();
-    (!values.is_empty()).then(|| median_u64(&values))
+    let values = res.rss_floor.get(&plugin)?;
+    (!values.is_empty()).then(|| median_idle(values, |i| i.vm_rss))
+}
+
+/// The median of one figure over measured floor processes.
+fn median_idle(values: &[rss_floor::Idle], figure: impl Fn(&rss_floor::Idle) -> u64) -> u64 {
+    median_u64(&values.iter().map(figure).collect::<Vec<_>>())
 }
 
 /// The floor of each build of the minimal Rust plugin next to the plugin.
@@ -1272,17 +1272,14 @@ fn render_rss_floor(d: &mut String, res: &Results, plugin_rss: &dyn Fn(Plugin) -
          |---|---:|---:|---:|---:|---:|---:|"
     );
     let (go, go_static) = (plugin_rss(Plugin::GoMin), plugin_rss(Plugin::GoMinStatic));
-    for (plugin, values) in &res.rss_floor {
-        let Some(floor) = floor_rss(res, *plugin) else {
-            continue;
-        };
-        let anon: Vec<u64> = values.iter().map(|i| i.rss_anon).collect();
+    for (plugin, values) in res.rss_floor.iter().filter(|(_, v)| !v.is_empty()) {
+        let floor = median_idle(values, |i| i.vm_rss);
         let ours = plugin_rss(*plugin);
         let _ = writeln!(
             d,
             "| {} | {floor} KiB | {} KiB | {ours} KiB | {} KiB | {:.2} | {:.2} |",
             plugin.label(),
-            median_u64(&anon),
+            median_idle(values, |i| i.rss_anon),
             ours.saturating_sub(floor),
             floor as f64 / go.max(1) as f64,
             floor as f64 / go_static.max(1) as f64,

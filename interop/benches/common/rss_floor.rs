@@ -23,7 +23,8 @@ pub struct Idle {
     pub rss_anon: u64,
 }
 
-/// One floor process; killed and reaped however the measurement ends.
+/// One floor process; killed and reaped when the measurement ends, read or
+/// failed.
 struct Floor {
     child: Child,
 }
@@ -67,12 +68,7 @@ fn measure_one(program: &Path) -> Idle {
         );
         std::thread::yield_now();
     }
-    let idle =
-        idle_memory(pid).unwrap_or_else(|| panic!("no memory figures in /proc/{pid}/status"));
-    // Hanging up ends the process's read; it exits, and the drop reaps it.
-    drop(ours);
-    drop(floor);
-    idle
+    idle_memory(pid).unwrap_or_else(|| panic!("no memory figures in /proc/{pid}/status"))
 }
 
 fn proc_state(pid: u32) -> Option<char> {
