@@ -555,7 +555,7 @@ async fn replay(inner: &Inner, plugin: &Plugin, events: Vec<Queued>) -> bool {
 /// Calls the plugin with one replayed event. `None`: the plugin failed
 /// fatally and its policies close it (it is then closed); other failures
 /// are logged and the replay goes on.
-async fn call<R: Rpc>(plugin: &Plugin, req: &R) -> Option<Option<R::Response>> {
+async fn call<R: Rpc>(plugin: &Plugin, req: &R) -> Option<Option<Box<R::Response>>> {
     // A replayed event is a request of its own (a root span, in a new trace).
     match plugin.call_event(req, None).await {
         Ok(reply) => Some(reply),

@@ -226,7 +226,7 @@ impl Adaptation {
                     &reply.update,
                     reply.evict.len(),
                 );
-                result.apply(&p.name, reply)?;
+                result.apply(&p.name, *reply)?;
             }
 
             let outcome = result.into_outcome();
@@ -303,7 +303,7 @@ impl Adaptation {
                     }
                 };
                 p.record_adjustments(method_name::UPDATE, None, &reply.update, reply.evict.len());
-                result.apply(&p.name, reply)?;
+                result.apply(&p.name, *reply)?;
             }
             Ok(result.into_response())
         })
@@ -345,7 +345,7 @@ impl Adaptation {
                     }
                 };
                 p.record_adjustments(method_name::STOP, None, &reply.update, 0);
-                result.apply(&p.name, reply)?;
+                result.apply(&p.name, *reply)?;
             }
             Ok(result.into_response())
         })

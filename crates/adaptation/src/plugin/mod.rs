@@ -387,7 +387,7 @@ impl Plugin {
         &self,
         req: &R,
         trace: Option<&TraceContext>,
-    ) -> Result<Option<R::Response>, PluginError> {
+    ) -> Result<Option<Box<R::Response>>, PluginError> {
         if !self.subscribed(R::EVENT) {
             return Ok(None);
         }
@@ -406,14 +406,20 @@ impl Plugin {
         .await
     }
 
-    async fn call_subscribed<R: Rpc>(&self, req: &R) -> Result<Option<R::Response>, PluginError> {
+    /// The reply is boxed where it is made (decoded straight into its box):
+    /// a reply such as CreateContainer's is over a kilobyte, and each layer
+    /// of futures between here and the caller would move it again.
+    async fn call_subscribed<R: Rpc>(
+        &self,
+        req: &R,
+    ) -> Result<Option<Box<R::Response>>, PluginError> {
         let event = R::EVENT;
         let timeout = self.request_timeout();
         let result = match &self.backend {
             Backend::Builtin(b) => {
                 self.measured(R::METHOD, || async {
                     match tokio::time::timeout(timeout, R::builtin(b.as_ref(), req)).await {
-                        Ok(Ok(reply)) => Ok(reply),
+                        Ok(Ok(reply)) => Ok(Box::new(reply)),
                         Ok(Err(e)) => Err(PluginError::Builtin(e)),
                         Err(_) => Err(PluginError::Timeout),
                     }
@@ -422,10 +428,12 @@ impl Plugin {
             }
             Backend::Remote(r) => {
                 if R::LEGACY && self.legacy.load(Ordering::Relaxed) {
-                    return Box::pin(self.state_change(r, req)).await.map(Some);
+                    return Box::pin(self.state_change(r, req))
+                        .await
+                        .map(|reply| Some(Box::new(reply)));
                 }
                 self.measured(R::METHOD, || async {
-                    r.call(R::METHOD, req, timeout)
+                    r.call::<_, Box<R::Response>>(R::METHOD, req, timeout)
                         .await
                         .map_err(PluginError::from)
                 })
@@ -448,7 +456,9 @@ impl Plugin {
                     self.legacy.store(true, Ordering::Relaxed);
                     tracing::info!(plugin = %self.name, event = R::METHOD,
                         "plugin lacks the dedicated RPC, falling back to StateChange");
-                    Box::pin(self.state_change(r, req)).await.map(Some)
+                    Box::pin(self.state_change(r, req))
+                        .await
+                        .map(|reply| Some(Box::new(reply)))
                 }
                 _ if self.may_skip_unimplemented(event) => {
                     self.unsubscribe(event);
