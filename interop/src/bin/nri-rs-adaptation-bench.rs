@@ -24,7 +24,9 @@
 //!   and its own `VmRSS` once every adjustment shows, times `-n`
 //!   CreateContainer calls, reads its own `VmRSS` again; then times as many
 //!   calls through the same number of fresh plugins from a scripted runtime
-//!   (a request encoded in advance, replies read and not decoded).
+//!   (a request encoded in advance, replies read and not decoded), first
+//!   with blocking reads and writes, then with the same sockets on the event
+//!   loop; CPU time per call is read around each of the three.
 //! * `lifecycle`: `-plugins` plugins subscribed to CreateContainer,
 //!   StartContainer, StopContainer and RemoveContainer; `-n` lifecycles
 //!   (create, start, stop, remove) one after the other.
@@ -134,6 +136,22 @@ struct Report {
     /// CreateContainer.
     #[serde(skip_serializing_if = "Option::is_none")]
     plugins_cpu_us_per_call: Option<f64>,
+    /// CPU time of the runtime process per measured call of the scripted
+    /// chain (the same plugins behind the scripted runtime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scripted_runtime_cpu_us_per_call: Option<f64>,
+    /// CPU time of the scripted chain's plugin processes together per
+    /// measured call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scripted_plugins_cpu_us_per_call: Option<f64>,
+    /// The scripted chain's calls again, with its sockets on the event
+    /// loop instead of blocking.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event_loop_chain: Option<Latency>,
+    /// CPU time of the runtime process per measured call of the
+    /// event-loop chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event_loop_runtime_cpu_us_per_call: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     startup: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -734,7 +752,8 @@ struct ScriptedChain {
     /// The request frame; its ttRPC stream id is at [`STREAM_ID_AT`].
     frame: Vec<u8>,
     next_id: u32,
-    _plugins: Plugins,
+    pending: Vec<Pending>,
+    plugins: Plugins,
 }
 
 /// Where the ttRPC stream id sits in a frame: after the mux header and
@@ -778,26 +797,170 @@ impl ScriptedChain {
             &envelope,
         )?;
         Ok(ScriptedChain {
+            pending: conns.iter().map(|_| Pending::new()).collect(),
             conns,
             frame,
             next_id: script.next_stream_id(),
-            _plugins: plugins,
+            plugins,
+        })
+    }
+
+    /// One call through every plugin, one after the other: each reply is
+    /// read as the event-loop chain reads it (whatever the socket holds,
+    /// frames taken from the buffer), but in blocking reads.
+    fn call(&mut self) -> Result<(), Failure> {
+        use std::io::{Read, Write};
+        let id = self.next_id;
+        self.next_id += 2;
+        self.frame[STREAM_ID_AT..STREAM_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
+        for (conn, pending) in self.conns.iter_mut().zip(&mut self.pending) {
+            conn.write_all(&self.frame)
+                .map_err(|e| format!("write: {e}"))?;
+            while !pending.take_reply(id)? {
+                let n = conn
+                    .read(pending.spare())
+                    .map_err(|e| format!("read: {e}"))?;
+                pending.filled(n)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes read from one plugin's connection and not yet consumed.
+struct Pending {
+    buf: Vec<u8>,
+    /// How much of `buf` holds bytes read.
+    len: usize,
+}
+
+/// What one read may take from the socket.
+const READ_CHUNK: usize = 4096;
+
+impl Pending {
+    fn new() -> Pending {
+        Pending {
+            buf: vec![0; READ_CHUNK],
+            len: 0,
+        }
+    }
+
+    /// Consumes whole frames until the reply with ttRPC stream id `id` on
+    /// the plugin service connection; `false` if it has not arrived yet.
+    fn take_reply(&mut self, id: u32) -> Result<bool, Failure> {
+        let mut at = 0;
+        let mut found = false;
+        while let Some((stream, used)) = complete_frame(&self.buf[at..self.len])? {
+            at += used;
+            if stream == Some(id) {
+                found = true;
+                break;
+            }
+        }
+        self.buf.copy_within(at..self.len, 0);
+        self.len -= at;
+        Ok(found)
+    }
+
+    /// Room for the next read.
+    fn spare(&mut self) -> &mut [u8] {
+        if self.buf.len() - self.len < READ_CHUNK {
+            self.buf.resize(self.len + READ_CHUNK, 0);
+        }
+        &mut self.buf[self.len..]
+    }
+
+    /// `n` bytes were read into [`Pending::spare`].
+    fn filled(&mut self, n: usize) -> Result<(), Failure> {
+        if n == 0 {
+            return Err("plugin closed its connection".into());
+        }
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// The scripted chain's connections on the event loop: the same frames,
+/// written and read without blocking, each socket registered with tokio
+/// for reading only (as the mux registers a runtime's sockets), so that a
+/// reply is awaited in `epoll_wait` as a runtime serving other requests
+/// meanwhile must wait for it.
+struct EventLoopChain {
+    conns: Vec<nri_mux::UnixTrunk>,
+    frame: Vec<u8>,
+    next_id: u32,
+    pending: Vec<Pending>,
+    plugins: Plugins,
+}
+
+impl EventLoopChain {
+    /// Moves `chain`'s connections and plugins onto the event loop.
+    fn from_blocking(chain: ScriptedChain) -> Result<EventLoopChain, Failure> {
+        let ScriptedChain {
+            conns,
+            frame,
+            next_id,
+            pending,
+            plugins,
+        } = chain;
+        let conns = conns
+            .into_iter()
+            .map(nri_mux::UnixTrunk::new)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("event-loop chain: {e}"))?;
+        Ok(EventLoopChain {
+            conns,
+            frame,
+            next_id,
+            pending,
+            plugins,
         })
     }
 
     /// One call through every plugin, one after the other.
-    fn call(&mut self) -> Result<(), Failure> {
-        use std::io::Write;
+    async fn call(&mut self) -> Result<(), Failure> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let id = self.next_id;
         self.next_id += 2;
         self.frame[STREAM_ID_AT..STREAM_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
-        for conn in &mut self.conns {
+        for (conn, pending) in self.conns.iter_mut().zip(&mut self.pending) {
             conn.write_all(&self.frame)
+                .await
                 .map_err(|e| format!("write: {e}"))?;
-            read_frame(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id))?;
+            while !pending.take_reply(id)? {
+                let n = conn
+                    .read(pending.spare())
+                    .await
+                    .map_err(|e| format!("read: {e}"))?;
+                pending.filled(n)?;
+            }
         }
         Ok(())
     }
+}
+
+/// The first whole mux frame in `buf`: the ttRPC stream id it carries if
+/// it is for the plugin service connection, and its length; `None` if
+/// `buf` holds no whole frame yet.
+fn complete_frame(buf: &[u8]) -> Result<Option<(Option<u32>, usize)>, Failure> {
+    let Some(head) = buf.get(..nri_mux::HEADER_LEN) else {
+        return Ok(None);
+    };
+    let conn = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]) as usize;
+    let total = nri_mux::HEADER_LEN + len;
+    let Some(frame) = buf.get(nri_mux::HEADER_LEN..total) else {
+        return Ok(None);
+    };
+    let ttrpc: &[u8; nri_ttrpc::frame::HEADER_LEN] = frame
+        .get(..nri_ttrpc::frame::HEADER_LEN)
+        .and_then(|h| h.try_into().ok())
+        .ok_or("mux frame shorter than a ttRPC header")?;
+    let header = nri_ttrpc::frame::FrameHeader::decode(ttrpc);
+    Ok(Some((
+        (conn == nri_mux::PLUGIN_SERVICE_CONN).then_some(header.stream_id),
+        total,
+    )))
 }
 
 /// The next plugin connecting to `listener`, within 30 s; `who` names it
@@ -929,7 +1092,11 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     // The same plugins behind the smallest possible runtime.
     let mut chain = ScriptedChain::start(&b, args.plugins).await?;
     let mut chained = Vec::with_capacity(args.n);
+    let mut chain_cpu_before = None;
     for i in 0..args.warmup + args.n {
+        if i == args.warmup {
+            chain_cpu_before = Some(cpu_ticks(std::process::id(), &chain.plugins.0)?);
+        }
         let start = Instant::now();
         chain
             .call()
@@ -938,10 +1105,41 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
             chained.push(start.elapsed());
         }
     }
+    let chain_cpu_after = cpu_ticks(std::process::id(), &chain.plugins.0)?;
+    let (scripted_runtime_cpu, scripted_plugins_cpu) = match chain_cpu_before {
+        Some((rt, pl)) => (
+            Some(per_call(rt, chain_cpu_after.0)),
+            Some(per_call(pl, chain_cpu_after.1)),
+        ),
+        None => (None, None),
+    };
+    // The same plugins and frames again, awaited on the event loop.
+    let mut chain = EventLoopChain::from_blocking(chain)?;
+    let mut looped = Vec::with_capacity(args.n);
+    let mut loop_cpu_before = None;
+    for i in 0..args.warmup + args.n {
+        if i == args.warmup {
+            loop_cpu_before = Some(cpu_ticks(std::process::id(), &chain.plugins.0)?);
+        }
+        let start = Instant::now();
+        chain
+            .call()
+            .await
+            .map_err(|e| format!("event-loop chain, call {i}: {e}"))?;
+        if i >= args.warmup {
+            looped.push(start.elapsed());
+        }
+    }
+    let loop_cpu_after = cpu_ticks(std::process::id(), &chain.plugins.0)?;
+    let event_loop_runtime_cpu = loop_cpu_before.map(|(rt, _)| per_call(rt, loop_cpu_after.0));
     drop(chain);
     b.stop().await;
     Ok(Report {
         mode: "create",
+        event_loop_chain: Some(summarize(looped)?),
+        event_loop_runtime_cpu_us_per_call: event_loop_runtime_cpu,
+        scripted_runtime_cpu_us_per_call: scripted_runtime_cpu,
+        scripted_plugins_cpu_us_per_call: scripted_plugins_cpu,
         scripted_chain: Some(summarize(chained)?),
         runtime_cpu_us_per_call: runtime_cpu,
         plugins_cpu_us_per_call: plugins_cpu,
