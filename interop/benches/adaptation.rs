@@ -1226,7 +1226,13 @@ The same plugins behind the smallest runtime possible, measured in the same run 
         let (r, g) = (lat(&p.rust, |r| r.create), lat(&p.go, |r| r.create));
         let (bm, bp) = lat_cells(p.rust.scripted_chain);
         let (em, ep) = lat_cells(p.rust.event_loop_chain);
-        let per_plugin = |us: f64| format!("{:.0} µs", us / p.plugins.max(1) as f64);
+        let per_plugin = |us: f64| {
+            if us > 0.0 {
+                format!("{:.0} µs", us / p.plugins.max(1) as f64)
+            } else {
+                "none".to_string()
+            }
+        };
         let _ = writeln!(
             d,
             "| {} | {} | {bm} | {bp} | {em} | {ep} | {} | {} | {:.2} | {:.2} | {} | {} |",
