@@ -2045,10 +2045,14 @@ bench's):
   after, measured alike); the dynamic build's change stayed within its spread between runs. \
   Two more went since: the stub's run (connect, register, serve) is returned behind a \
   trait object, so its state machine is compiled once, in the stub, and no longer again \
-  in the plugin's crate that awaits it (28 KB of text, 22 KiB of `VmRSS`: 2,298 to 2,276 \
-  KiB); and the minimal plugin, which installs no subscriber, builds `tracing` with \
-  `release_max_level_off`, so the log events of the stub, ttRPC and the mux are not \
-  compiled in (62 KB of text and 15 KB of data, 44 KiB of `VmRSS`: 2,276 to 2,232 KiB).
+  in the plugin's crate that awaits it (28 KB of text); and the minimal plugin, which \
+  installs no subscriber, builds `tracing` with `release_max_level_off`, so the log \
+  events of the stub, ttRPC and the mux are not compiled in (62 KB of text and 15 KB of \
+  data). Measured by hand on 8 processes of each static build (before, with the first, \
+  with both), right after building: 2,298, 2,276 and 2,232 KiB; the same binaries half an \
+  hour later: 2,300, 2,208 and 2,096 KiB. A binary's pages count only while the page cache \
+  holds them, and what it holds of a file changes with time and with what else runs, so \
+  the figures of one binary move between runs by tens of KiB.
 * What a plugin author can do about it: a current-thread runtime and no logging subscriber \
   or JSON configuration (the test plugin, with `serde_json`, `tracing-subscriber` and an \
   event log, is about 1 MiB bigger); if the plugin does not log, `tracing` with \
