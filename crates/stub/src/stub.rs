@@ -187,8 +187,8 @@ impl Stub {
     /// Dropping the future stops the run and closes the connection.
     pub fn run(&self) -> impl Future<Output = Result<(), Error>> + Send + '_ {
         // Behind a trait object the run's state machine is compiled once, here,
-        // and not again in the plugin's crate that awaits it: 18 KB less code in
-        // every plugin, whose whole text stays resident.
+        // and not again in the plugin's crate that awaits it: 28 KB less text in
+        // a static plugin, whose whole text stays resident.
         let run: Pin<Box<dyn Future<Output = Result<(), Error>> + Send + '_>> =
             Box::pin(self.run_session());
         run

@@ -810,9 +810,7 @@ impl ScriptedChain {
     /// frames taken from the buffer), but in blocking reads.
     fn call(&mut self) -> Result<(), Failure> {
         use std::io::{Read, Write};
-        let id = self.next_id;
-        self.next_id += 2;
-        self.frame[STREAM_ID_AT..STREAM_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
+        let id = next_request(&mut self.frame, &mut self.next_id);
         for (conn, pending) in self.conns.iter_mut().zip(&mut self.pending) {
             conn.write_all(&self.frame)
                 .map_err(|e| format!("write: {e}"))?;
@@ -825,6 +823,15 @@ impl ScriptedChain {
         }
         Ok(())
     }
+}
+
+/// Writes the next client stream id (odd, counting by two) into the
+/// request `frame` and returns it.
+fn next_request(frame: &mut [u8], next_id: &mut u32) -> u32 {
+    let id = *next_id;
+    *next_id += 2;
+    frame[STREAM_ID_AT..STREAM_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
+    id
 }
 
 /// Bytes read from one plugin's connection and not yet consumed.
@@ -920,9 +927,7 @@ impl EventLoopChain {
     /// One call through every plugin, one after the other.
     async fn call(&mut self) -> Result<(), Failure> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let id = self.next_id;
-        self.next_id += 2;
-        self.frame[STREAM_ID_AT..STREAM_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
+        let id = next_request(&mut self.frame, &mut self.next_id);
         for (conn, pending) in self.conns.iter_mut().zip(&mut self.pending) {
             conn.write_all(&self.frame)
                 .await
@@ -1076,16 +1081,15 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
         }
     }
     let cpu_after = cpu_ticks(std::process::id(), &plugins.0)?;
-    let per_call = |before: u64, after: u64| {
-        after.saturating_sub(before) as f64 * 1e6 / USER_HZ / args.n.max(1) as f64
+    // Runtime and plugins CPU time per measured call, from the ticks read
+    // before the first measured call and after the last.
+    let per_call = |before: Option<(u64, u64)>, after: (u64, u64)| {
+        let us = |b: u64, a: u64| a.saturating_sub(b) as f64 * 1e6 / USER_HZ / args.n.max(1) as f64;
+        before
+            .map(|(rt, pl)| (us(rt, after.0), us(pl, after.1)))
+            .unzip()
     };
-    let (runtime_cpu, plugins_cpu) = match cpu_before {
-        Some((rt, pl)) => (
-            Some(per_call(rt, cpu_after.0)),
-            Some(per_call(pl, cpu_after.1)),
-        ),
-        None => (None, None),
-    };
+    let (runtime_cpu, plugins_cpu) = per_call(cpu_before, cpu_after);
     let runtime_after = vm_rss_kib(std::process::id())?;
     drop(plugins);
 
@@ -1106,13 +1110,7 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
         }
     }
     let chain_cpu_after = cpu_ticks(std::process::id(), &chain.plugins.0)?;
-    let (scripted_runtime_cpu, scripted_plugins_cpu) = match chain_cpu_before {
-        Some((rt, pl)) => (
-            Some(per_call(rt, chain_cpu_after.0)),
-            Some(per_call(pl, chain_cpu_after.1)),
-        ),
-        None => (None, None),
-    };
+    let (scripted_runtime_cpu, scripted_plugins_cpu) = per_call(chain_cpu_before, chain_cpu_after);
     // The same plugins and frames again, awaited on the event loop.
     let mut chain = EventLoopChain::from_blocking(chain)?;
     let mut looped = Vec::with_capacity(args.n);
@@ -1131,7 +1129,7 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
         }
     }
     let loop_cpu_after = cpu_ticks(std::process::id(), &chain.plugins.0)?;
-    let event_loop_runtime_cpu = loop_cpu_before.map(|(rt, _)| per_call(rt, loop_cpu_after.0));
+    let (event_loop_runtime_cpu, _) = per_call(loop_cpu_before, loop_cpu_after);
     drop(chain);
     b.stop().await;
     Ok(Report {
