@@ -29,6 +29,7 @@ pub struct AdaptationBuilder {
     pub(crate) disable_external_connections: bool,
     pub(crate) registration_timeout: Duration,
     pub(crate) request_timeout: Duration,
+    pub(crate) busy_poll: Duration,
     pub(crate) builtin: Vec<Arc<dyn BuiltinPlugin>>,
     pub(crate) default_validator: Option<DefaultValidatorConfig>,
     pub(crate) metrics: Arc<dyn Metrics>,
@@ -54,6 +55,7 @@ impl AdaptationBuilder {
             disable_external_connections: false,
             registration_timeout: DEFAULT_REGISTRATION_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            busy_poll: default_plugin_busy_poll(),
             builtin: Vec::new(),
             default_validator: None,
             metrics: Arc::new(NoMetrics),
@@ -98,6 +100,49 @@ impl AdaptationBuilder {
     /// covers all messages of a split Synchronize.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// How long a call to a plugin over its socket polls for the reply
+    /// before the calling thread sleeps until the reply wakes it (see
+    /// [`nri_ttrpc::Client::with_busy_poll`]); zero turns polling off.
+    ///
+    /// A plugin that replies within the window is answered without a
+    /// wake-up of the runtime's thread, which takes about a tenth off a
+    /// CreateContainer through eight fast plugins (docs/PERFORMANCE.md).
+    /// The price is CPU time: up to the window per call, spent while the
+    /// plugin works. The default is [`DEFAULT_BUSY_POLL`] when the process
+    /// may use two or more CPUs, and zero when it has one, where the poller
+    /// would compete with the plugin for the only core. Not in the
+    /// reference; Go's scheduler polls for a while on its own before it
+    /// puts a thread to sleep.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
+    /// use nri_api::{ContainerEviction, ContainerUpdate};
+    /// # struct Runtime;
+    /// # #[nri_adaptation::async_trait]
+    /// # impl RuntimeHooks for Runtime {
+    /// #     async fn synchronize(&self, sync: &mut dyn Synchronizer) -> Result<(), BoxError> {
+    /// #         sync.synchronize(&[], &[]).await?;
+    /// #         Ok(())
+    /// #     }
+    /// #     async fn update_containers(&self, _plugin: &str, updates: Vec<ContainerUpdate>,
+    /// #         _evictions: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> {
+    /// #         Ok(updates)
+    /// #     }
+    /// # }
+    ///
+    /// // Never poll: every call to a plugin sleeps until its reply wakes it.
+    /// let nri = Adaptation::builder("demo-runtime", "1.0", Arc::new(Runtime))
+    ///     .plugin_busy_poll(Duration::ZERO)
+    ///     .build();
+    /// # drop(nri);
+    /// ```
+    pub fn plugin_busy_poll(mut self, window: Duration) -> Self {
+        self.busy_poll = window;
         self
     }
 
@@ -274,6 +319,7 @@ impl AdaptationBuilder {
             runtime_version: self.runtime_version,
             registration_timeout: self.registration_timeout,
             request_timeout: self.request_timeout,
+            busy_poll: self.busy_poll,
             hooks: self.hooks,
             metrics: self.metrics,
             policies: self.policies,
@@ -290,5 +336,24 @@ impl AdaptationBuilder {
             },
             builtin,
         )
+    }
+}
+
+/// How long a call to a plugin polls for its reply by default, on a machine
+/// with a core to spare ([`AdaptationBuilder::plugin_busy_poll`]).
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(100);
+
+/// The window [`AdaptationBuilder::plugin_busy_poll`] has by default:
+/// [`DEFAULT_BUSY_POLL`] if this process may run on two or more CPUs, zero
+/// otherwise (or if that cannot be told).
+///
+/// ```
+/// let window = nri_adaptation::default_plugin_busy_poll();
+/// assert!(window.is_zero() || window == nri_adaptation::DEFAULT_BUSY_POLL);
+/// ```
+pub fn default_plugin_busy_poll() -> Duration {
+    match std::thread::available_parallelism() {
+        Ok(n) if n.get() >= 2 => DEFAULT_BUSY_POLL,
+        _ => Duration::ZERO,
     }
 }

@@ -84,7 +84,7 @@ mod validate;
 
 pub use adaptation::{Adaptation, PluginSyncBlock};
 pub use async_trait::async_trait;
-pub use builder::AdaptationBuilder;
+pub use builder::{default_plugin_busy_poll, AdaptationBuilder, DEFAULT_BUSY_POLL};
 pub use builtin::{BuiltinPlugin, DefaultValidatorPlugin};
 pub use error::{
     BoxError, ConflictError, DiscoverError, Error, MergeError, PluginError, RegistrationError,

@@ -72,6 +72,17 @@ pub struct Config {
     /// Deadline of each request to a plugin (default 2 s).
     #[serde(with = "crate::duration::go")]
     pub request_timeout: Duration,
+    /// How long a call to a plugin polls for the reply before the runtime's
+    /// thread sleeps until the reply wakes it; `"0s"` turns polling off
+    /// (`plugin_busy_poll`, an nri-rs option). `None`: the adaptation's
+    /// default, [`nri_adaptation::DEFAULT_BUSY_POLL`] on two or more CPUs and
+    /// off on one (see
+    /// [`AdaptationBuilder::plugin_busy_poll`](nri_adaptation::AdaptationBuilder::plugin_busy_poll)).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::duration::go::serialize_opt"
+    )]
+    pub busy_poll: Option<Duration>,
     /// The builtin default validator; it runs only if present with
     /// `enable` set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -88,6 +99,7 @@ impl Default for Config {
             disable_connections: false,
             registration_timeout: DEFAULT_REGISTRATION_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            busy_poll: None,
             default_validator: None,
         }
     }
@@ -172,6 +184,14 @@ struct RawConfig {
         deserialize_with = "crate::duration::go::deserialize_opt"
     )]
     request_timeout: Option<Duration>,
+    #[serde(
+        default,
+        alias = "plugin_busy_poll",
+        alias = "pluginBusyPoll",
+        alias = "plugin-busy-poll",
+        deserialize_with = "crate::duration::go::deserialize_opt"
+    )]
+    busy_poll: Option<Duration>,
     #[serde(default, alias = "defaultValidator")]
     default_validator: Option<DefaultValidatorConfig>,
 }
@@ -200,6 +220,7 @@ impl TryFrom<RawConfig> for Config {
             disable_connections: raw.disable_connections.unwrap_or(false),
             registration_timeout: timeout(raw.registration_timeout, d.registration_timeout),
             request_timeout: timeout(raw.request_timeout, d.request_timeout),
+            busy_poll: raw.busy_poll,
             default_validator: raw.default_validator,
         })
     }
@@ -298,10 +319,29 @@ mod tests {
     }
 
     #[test]
+    fn busy_poll_is_the_default_unless_given() {
+        assert_eq!(Config::default().busy_poll, None);
+        let cfg: Config = toml::from_str("plugin_busy_poll = \"50us\"").unwrap();
+        assert_eq!(cfg.busy_poll, Some(Duration::from_micros(50)));
+        // Zero is kept: it turns polling off rather than meaning the default.
+        let cfg: Config = serde_json::from_str(r#"{"plugin-busy-poll": "0s"}"#).unwrap();
+        assert_eq!(cfg.busy_poll, Some(Duration::ZERO));
+        let cfg: Config = serde_json::from_str(r#"{"pluginBusyPoll": 200000}"#).unwrap();
+        assert_eq!(cfg.busy_poll, Some(Duration::from_micros(200)));
+        let err = serde_json::from_str::<Config>(r#"{"busy_poll": "-1us"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("negative"), "{err}");
+        let json = serde_json::to_string(&Config::default()).unwrap();
+        assert!(!json.contains("busy_poll"), "{json}");
+    }
+
+    #[test]
     fn serializes_and_reads_back() {
         let cfg = Config {
             enable: false,
             request_timeout: Duration::from_millis(1500),
+            busy_poll: Some(Duration::from_micros(100)),
             default_validator: Some(DefaultValidatorConfig {
                 enable: true,
                 ..Default::default()

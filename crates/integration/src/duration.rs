@@ -39,6 +39,15 @@ pub mod go {
         d.deserialize_any(GoDuration)
     }
 
+    /// Writes `Some(d)` as [`serialize`] does; for `Option<Duration>` fields
+    /// that skip `None`.
+    pub fn serialize_opt<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
     /// For `Option<Duration>` fields with `#[serde(default)]`.
     pub fn deserialize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         deserialize(d).map(Some)

@@ -265,6 +265,9 @@ impl Core {
         if !cfg.request_timeout.is_zero() {
             b = b.request_timeout(cfg.request_timeout);
         }
+        if let Some(window) = cfg.busy_poll {
+            b = b.plugin_busy_poll(window);
+        }
         if cfg.disable_connections {
             b = b.disable_external_connections();
         }

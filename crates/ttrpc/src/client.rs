@@ -1,7 +1,10 @@
 //! The ttRPC [`Client`]: concurrent unary calls multiplexed by stream id.
 
 use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -58,6 +61,9 @@ type Reply = Result<Bytes, Error>;
 #[derive(Clone)]
 pub struct Client {
     handle: Arc<Handle>,
+    /// How long a call polls for its response before it waits to be woken
+    /// (see [`Client::with_busy_poll`]); zero: it waits at once.
+    busy_poll: Duration,
 }
 
 /// Owned by the `Client` clones only; closes the connection when the last
@@ -183,7 +189,55 @@ impl Client {
         tokio::spawn(write_loop(shared.clone()));
         Client {
             handle: Arc::new(Handle { shared }),
+            busy_poll: Duration::ZERO,
         }
+    }
+
+    /// Makes each call of this client value (and of clones made from it
+    /// afterwards) poll for its response for up to `window` after sending
+    /// the request, before it waits to be woken. Zero, the default, turns
+    /// this off.
+    ///
+    /// While it polls, the calling task yields to the tokio runtime after
+    /// each look at its response, so the runtime keeps checking its sockets
+    /// without blocking instead of putting the thread to sleep in the
+    /// kernel. A response that arrives within the window is taken without
+    /// the thread being woken, which on a machine with a core to spare saves
+    /// the wake-up's latency; the price is the CPU time of the polling,
+    /// up to `window` per call. Other tasks of the runtime run between the
+    /// looks. The call's timeout still applies: polling stops at the
+    /// deadline. On a machine with one core the poller competes with the
+    /// peer it waits for, so leave it off there.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use nri_ttrpc::{Client, Server, Status};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (client_io, server_io) = tokio::net::UnixStream::pair()?;
+    /// let mut server = Server::new();
+    /// server.register("demo.Echo", "Echo", |_ctx, payload: Vec<u8>| {
+    ///     Box::pin(async move { Ok::<_, Status>(payload) }) as nri_ttrpc::BoxFuture<'static, _>
+    /// });
+    /// tokio::spawn(Arc::new(server).serve(server_io));
+    ///
+    /// let client = Client::new(client_io).with_busy_poll(Duration::from_micros(100));
+    /// assert_eq!(client.busy_poll(), Duration::from_micros(100));
+    /// let reply = client.call("demo.Echo", "Echo", b"hi".to_vec(), None).await?;
+    /// assert_eq!(reply, b"hi");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_busy_poll(mut self, window: Duration) -> Client {
+        self.busy_poll = window;
+        self
+    }
+
+    /// The polling window set by [`Client::with_busy_poll`] (zero: off).
+    pub fn busy_poll(&self) -> Duration {
+        self.busy_poll
     }
 
     /// Calls `service`/`method` with an already encoded request message and
@@ -303,15 +357,21 @@ impl Client {
         let _guard = PendingGuard { shared, id };
         tracing::debug!(stream_id = id, service, method, "ttrpc call sent");
 
-        let reply = match deadline {
-            Some(deadline) => match tokio::time::timeout_at(deadline, rx).await {
+        let mut rx = rx;
+        let polled = match self.busy_poll.is_zero() {
+            true => None,
+            false => poll_until(&mut rx, self.busy_poll, deadline).await,
+        };
+        let reply = match (polled, deadline) {
+            (Some(reply), _) => reply,
+            (None, Some(deadline)) => match tokio::time::timeout_at(deadline, rx).await {
                 Ok(reply) => reply,
                 Err(_) => {
                     tracing::debug!(stream_id = id, service, method, "ttrpc call timed out");
                     return Err(Error::Timeout);
                 }
             },
-            None => rx.await,
+            (None, None) => rx.await,
         };
         let bytes = reply.map_err(|_| Error::Closed)??;
         let response = proto::ResponseIn::decode(bytes)
@@ -400,6 +460,32 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("closed", &self.is_closed())
             .finish_non_exhaustive()
+    }
+}
+
+/// Looks at `rx` until it resolves, `window` of wall-clock time has passed or
+/// `deadline` is reached, yielding to the runtime between looks (the runtime
+/// then checks its I/O without blocking before it runs this task again).
+/// `None`: no response yet.
+///
+/// The window is measured on the system clock, not tokio's: with tokio's
+/// clock paused (in tests) it would never pass while this task keeps the
+/// runtime busy.
+async fn poll_until<T>(
+    rx: &mut oneshot::Receiver<T>,
+    window: Duration,
+    deadline: Option<Instant>,
+) -> Option<Result<T, oneshot::error::RecvError>> {
+    let start = std::time::Instant::now();
+    loop {
+        let look = poll_fn(|cx| Poll::Ready(Pin::new(&mut *rx).poll(cx))).await;
+        if let Poll::Ready(reply) = look {
+            return Some(reply);
+        }
+        if start.elapsed() >= window || deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        tokio::task::yield_now().await;
     }
 }
 

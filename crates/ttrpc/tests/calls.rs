@@ -49,18 +49,7 @@ async fn hundred_concurrent_calls_out_of_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_on_multi_thread_runtime() {
     let (client, _server) = start();
-    let mut tasks = Vec::new();
-    for i in 0..200u32 {
-        let client = client.clone();
-        tasks.push(tokio::spawn(async move {
-            let body = i.to_be_bytes().to_vec();
-            let reply = client.call(SVC, "Echo", body.clone(), None).await.unwrap();
-            assert_eq!(reply, body);
-        }));
-    }
-    for t in tasks {
-        within(t).await.unwrap();
-    }
+    echo_from_many_tasks(&client, 200).await;
 }
 
 #[tokio::test]

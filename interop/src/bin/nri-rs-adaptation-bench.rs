@@ -152,6 +152,18 @@ struct Report {
     /// event-loop chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     event_loop_runtime_cpu_us_per_call: Option<f64>,
+    /// How long our runtime's calls to plugins poll for the reply before
+    /// they wait to be woken (`plugin_busy_poll`), in µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    busy_poll_us: Option<f64>,
+    /// The event-loop chain's calls again, polling for each reply for the
+    /// same window as our runtime before waiting to be woken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    polling_chain: Option<Latency>,
+    /// CPU time of the runtime process per measured call of the polling
+    /// chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    polling_runtime_cpu_us_per_call: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     startup: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -210,6 +222,8 @@ struct Args {
     rate: usize,
     duration: usize,
     update_ms: usize,
+    /// `plugin_busy_poll` of our runtime; `None`: the adaptation's default.
+    busy_poll: Option<Duration>,
 }
 
 fn parse_args() -> Result<Args, Failure> {
@@ -225,6 +239,7 @@ fn parse_args() -> Result<Args, Failure> {
         rate: 100,
         duration: 60,
         update_ms: 100,
+        busy_poll: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -248,6 +263,9 @@ fn parse_args() -> Result<Args, Failure> {
             "rate" => args.rate = number()?,
             "duration" => args.duration = number()?,
             "update-ms" => args.update_ms = number()?,
+            "busy-poll-us" => {
+                args.busy_poll = Some(Duration::from_micros(number()? as u64));
+            }
             other => return Err(format!("unknown flag -{other}")),
         }
     }
@@ -374,6 +392,7 @@ impl Drop for Plugins {
 impl Bench {
     async fn start(
         plugin: &Path,
+        busy_poll: Option<Duration>,
         pods: Vec<PodSandbox>,
         containers: Vec<Container>,
     ) -> Result<Bench, Failure> {
@@ -395,7 +414,8 @@ impl Bench {
             .plugin_config_path(dir.path().join("conf"))
             .socket_path(&socket)
             // The whole split Synchronize must fit in one request timeout.
-            .request_timeout(Duration::from_secs(120));
+            .request_timeout(Duration::from_secs(120))
+            .plugin_busy_poll(busy_poll.unwrap_or_else(nri_adaptation::default_plugin_busy_poll));
         // NRI_BENCH_METRICS=1: the Prometheus metrics of nri-metrics record
         // every call (for measuring their cost; docs/observability.md).
         let builder = if std::env::var_os("NRI_BENCH_METRICS").is_some_and(|v| v == "1") {
@@ -924,24 +944,80 @@ impl EventLoopChain {
         })
     }
 
-    /// One call through every plugin, one after the other.
-    async fn call(&mut self) -> Result<(), Failure> {
+    /// `args.warmup` calls, then `args.n` measured ones, each reply polled
+    /// for up to `poll`: their latency and the runtime process's CPU time
+    /// per measured call (`per_call` turns the CPU ticks before and after
+    /// into that).
+    async fn measure(
+        &mut self,
+        args: &Args,
+        poll: Duration,
+        per_call: &CpuPerCall<'_>,
+    ) -> Result<(Latency, Option<f64>), Failure> {
+        let mut samples = Vec::with_capacity(args.n);
+        let mut before = None;
+        for i in 0..args.warmup + args.n {
+            if i == args.warmup {
+                before = Some(cpu_ticks(std::process::id(), &self.plugins.0)?);
+            }
+            let start = Instant::now();
+            self.call(poll)
+                .await
+                .map_err(|e| format!("event-loop chain, call {i}: {e}"))?;
+            if i >= args.warmup {
+                samples.push(start.elapsed());
+            }
+        }
+        let after = cpu_ticks(std::process::id(), &self.plugins.0)?;
+        Ok((summarize(samples)?, per_call(before, after).0))
+    }
+
+    /// One call through every plugin, one after the other. Each reply is
+    /// polled for up to `poll` (as `nri_ttrpc::Client::with_busy_poll`
+    /// does: a look, then a yield to the runtime, which checks the sockets
+    /// without blocking) before the chain waits to be woken.
+    async fn call(&mut self, poll: Duration) -> Result<(), Failure> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let id = next_request(&mut self.frame, &mut self.next_id);
         for (conn, pending) in self.conns.iter_mut().zip(&mut self.pending) {
             conn.write_all(&self.frame)
                 .await
                 .map_err(|e| format!("write: {e}"))?;
+            let sent = Instant::now();
             while !pending.take_reply(id)? {
-                let n = conn
-                    .read(pending.spare())
-                    .await
-                    .map_err(|e| format!("read: {e}"))?;
-                pending.filled(n)?;
+                let n = if sent.elapsed() < poll {
+                    match look(conn, pending.spare()).await {
+                        Some(n) => n,
+                        None => {
+                            tokio::task::yield_now().await;
+                            continue;
+                        }
+                    }
+                } else {
+                    conn.read(pending.spare()).await
+                };
+                pending.filled(n.map_err(|e| format!("read: {e}"))?)?;
             }
         }
         Ok(())
     }
+}
+
+/// One read of `conn` if it has bytes (or an error) now; `None` if it has
+/// not.
+async fn look(conn: &mut nri_mux::UnixTrunk, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
+    use std::task::Poll;
+    use tokio::io::AsyncRead;
+    std::future::poll_fn(|cx| {
+        let mut rb = tokio::io::ReadBuf::new(buf);
+        Poll::Ready(
+            match std::pin::Pin::new(&mut *conn).poll_read(cx, &mut rb) {
+                Poll::Ready(r) => Some(r.map(|()| rb.filled().len())),
+                Poll::Pending => None,
+            },
+        )
+    })
+    .await
 }
 
 /// The first whole mux frame in `buf`: the ttRPC stream id it carries if
@@ -1037,7 +1113,7 @@ fn read_frame(
 }
 
 async fn run_create(args: &Args) -> Result<Report, Failure> {
-    let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
+    let mut b = Bench::start(&args.plugin, args.busy_poll, Vec::new(), Vec::new()).await?;
     let (_, reg, _, _) = b
         .synchronize_one_by_one(args.registrations, 90, "reg", Duration::from_secs(30))
         .await?;
@@ -1111,31 +1187,26 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     }
     let chain_cpu_after = cpu_ticks(std::process::id(), &chain.plugins.0)?;
     let (scripted_runtime_cpu, scripted_plugins_cpu) = per_call(chain_cpu_before, chain_cpu_after);
-    // The same plugins and frames again, awaited on the event loop.
+    // The same plugins and frames again, awaited on the event loop: first
+    // waiting to be woken at once, then polling as our runtime does.
     let mut chain = EventLoopChain::from_blocking(chain)?;
-    let mut looped = Vec::with_capacity(args.n);
-    let mut loop_cpu_before = None;
-    for i in 0..args.warmup + args.n {
-        if i == args.warmup {
-            loop_cpu_before = Some(cpu_ticks(std::process::id(), &chain.plugins.0)?);
-        }
-        let start = Instant::now();
-        chain
-            .call()
-            .await
-            .map_err(|e| format!("event-loop chain, call {i}: {e}"))?;
-        if i >= args.warmup {
-            looped.push(start.elapsed());
-        }
-    }
-    let loop_cpu_after = cpu_ticks(std::process::id(), &chain.plugins.0)?;
-    let (event_loop_runtime_cpu, _) = per_call(loop_cpu_before, loop_cpu_after);
+    let window = args
+        .busy_poll
+        .unwrap_or_else(nri_adaptation::default_plugin_busy_poll);
+    let (looped, event_loop_runtime_cpu) = chain.measure(args, Duration::ZERO, &per_call).await?;
+    let polling = match window.is_zero() {
+        true => None,
+        false => Some(chain.measure(args, window, &per_call).await?),
+    };
     drop(chain);
     b.stop().await;
     Ok(Report {
         mode: "create",
-        event_loop_chain: Some(summarize(looped)?),
+        event_loop_chain: Some(looped),
         event_loop_runtime_cpu_us_per_call: event_loop_runtime_cpu,
+        busy_poll_us: Some(window.as_secs_f64() * 1e6),
+        polling_runtime_cpu_us_per_call: polling.as_ref().and_then(|p| p.1),
+        polling_chain: polling.map(|p| p.0),
         scripted_runtime_cpu_us_per_call: scripted_runtime_cpu,
         scripted_plugins_cpu_us_per_call: scripted_plugins_cpu,
         scripted_chain: Some(summarize(chained)?),
@@ -1211,7 +1282,7 @@ async fn one_lifecycle(nri: &Adaptation, i: usize, plugins: usize) -> Result<(),
 }
 
 async fn run_lifecycle(args: &Args) -> Result<Report, Failure> {
-    let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
+    let mut b = Bench::start(&args.plugin, args.busy_poll, Vec::new(), Vec::new()).await?;
     let plugins = b.start_plugins(args.plugins, lifecycle_config).await?;
     let mut samples = Vec::with_capacity(args.n);
     let mut began = Instant::now();
@@ -1242,7 +1313,7 @@ async fn run_lifecycle(args: &Args) -> Result<Report, Failure> {
 const LOAD_UPDATE_TARGET: &str = "load-ctr";
 
 async fn run_load(args: &Args) -> Result<Report, Failure> {
-    let mut b = Bench::start(&args.plugin, Vec::new(), Vec::new()).await?;
+    let mut b = Bench::start(&args.plugin, args.busy_poll, Vec::new(), Vec::new()).await?;
     let update_ms = args.update_ms;
     let plugins = b
         .start_plugins_with(args.plugins, |i| load_config(i, update_ms))
@@ -1317,7 +1388,7 @@ async fn run_sync(args: &Args) -> Result<Report, Failure> {
     let bytes = pods.iter().map(Message::encoded_len).sum::<usize>()
         + containers.iter().map(Message::encoded_len).sum::<usize>();
     let pod_count = pods.len();
-    let mut b = Bench::start(&args.plugin, pods, containers).await?;
+    let mut b = Bench::start(&args.plugin, args.busy_poll, pods, containers).await?;
     let (inside, from_start, runtime_ticks, plugin_ticks) = b
         .synchronize_one_by_one(args.rounds, 50, "sync", Duration::from_secs(180))
         .await?;
@@ -1632,6 +1703,11 @@ const USER_HZ: f64 = 100.0;
 
 /// CPU time (user and system, all threads) so far, in `USER_HZ` ticks, of
 /// the process `runtime` and of all `plugins` together.
+/// Turns the (runtime, plugins) CPU ticks read before the first measured
+/// call and after the last into CPU µs per call of each.
+type CpuPerCall<'a> =
+    dyn Fn(Option<(u64, u64)>, (u64, u64)) -> (Option<f64>, Option<f64>) + Sync + 'a;
+
 fn cpu_ticks(runtime: u32, plugins: &[Child]) -> Result<(u64, u64), Failure> {
     let mut sum = 0;
     for p in plugins {

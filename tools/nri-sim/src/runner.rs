@@ -238,6 +238,7 @@ impl Sim {
             disable_connections: socket.is_none() && sample_runs.is_empty(),
             registration_timeout,
             request_timeout,
+            busy_poll: None,
             default_validator: scenario.default_validator.clone(),
         };
         let listen = config.socket_path.clone();

@@ -30,6 +30,9 @@ pub(crate) struct Settings {
     pub runtime_version: String,
     pub registration_timeout: Duration,
     pub request_timeout: Duration,
+    /// How long a call to a remote plugin polls for the reply before it
+    /// waits to be woken (`nri_ttrpc::Client::with_busy_poll`).
+    pub busy_poll: Duration,
     pub hooks: Arc<dyn RuntimeHooks>,
     pub metrics: Arc<dyn Metrics>,
     pub policies: crate::policy::Policies,

@@ -74,7 +74,7 @@ impl Remote {
                 return Err(Error::RegistrationClosed);
             }
         };
-        let client = Client::new(client_conn);
+        let client = Client::new(client_conn).with_busy_poll(settings.busy_poll);
         let name = Arc::new(OnceLock::new());
         if let Some((idx, base)) = identity {
             let _ = name.set(qualified_name(idx, base));

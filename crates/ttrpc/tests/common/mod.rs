@@ -197,3 +197,20 @@ pub async fn within<F: std::future::Future>(f: F) -> F::Output {
         .await
         .expect("did not finish in time")
 }
+
+/// `calls` Echo calls of `client`, each from a task of its own, all in
+/// flight together; each must get its own body back, promptly.
+pub async fn echo_from_many_tasks(client: &Client, calls: u32) {
+    let mut tasks = Vec::new();
+    for i in 0..calls {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let body = i.to_be_bytes().to_vec();
+            let reply = client.call(SVC, "Echo", body.clone(), None).await.unwrap();
+            assert_eq!(reply, body);
+        }));
+    }
+    for t in tasks {
+        within(t).await.unwrap();
+    }
+}
