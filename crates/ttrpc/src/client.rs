@@ -501,10 +501,14 @@ async fn wait_closed(rx: &mut watch::Receiver<bool>) {
 
 async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, mut reader: FrameReader<R>) {
     let mut closed = shared.closed.subscribe();
+    // One wait for the close across all reads: made anew for every frame,
+    // it would register with (and leave) the watch's waiters each time.
+    let close = wait_closed(&mut closed);
+    tokio::pin!(close);
     loop {
         let inbound = tokio::select! {
             biased;
-            _ = wait_closed(&mut closed) => break,
+            _ = &mut close => break,
             inbound = reader.next() => inbound,
         };
         match inbound {
