@@ -1333,7 +1333,9 @@ fn render_busy_poll(d: &mut String, res: &Results) {
          (`plugin_busy_poll`, the default on a machine with two or more CPUs) before its \
          thread sleeps in `epoll_wait`: the calling task looks at its reply, yields, and \
          tokio checks the sockets without blocking before it runs the task again. A reply \
-         that arrives meanwhile is taken without the thread being woken. Every Rust-runtime \
+         that arrives meanwhile is taken without the thread being woken; after a reply \
+         slower than the window, the next call to that plugin waits at once. The scripted \
+         runtime's polling form above polls for every reply. Every Rust-runtime \
          figure above is with polling; here each 8-plugin case is run once more on our \
          runtime alone with it off (`-busy-poll-us 0`), and its runtime's CPU time per call \
          is what the polling costs.\n"
@@ -2206,15 +2208,19 @@ of a long run, divided by the calls, 16 `sendto` each.)
   runs by hand with 8 minimal plugins). Both make the three system calls per hop that our
   runtime makes.
 * **Not sleeping is what helps.** A call of our runtime now polls for its reply for up
-  to 100 µs before its thread sleeps (`plugin_busy_poll`, "Polling for replies" above):
+  to 100 µs before its thread sleeps (`plugin_busy_poll`, "Polling for replies" above;
+  after a reply slower than that, the next call to the plugin does not poll):
   the reply finds the thread awake, and neither the wake-up nor the cold start after it
-  is paid. By hand, three alternating rounds with 8 minimal Rust plugins: median 420–536
-  µs polling against 571–632 µs without, for 425–515 against 275–295 µs of runtime CPU
-  per call. The scripted runtime gains less from the same polling (its polling chain
-  against its event-loop chain: 321–368 against 321–401 µs), so polling takes away much
-  of what our runtime paid beyond the scripted one for waking up: with polling it was 9,
-  9 and 27 µs per plugin above the polling chain in those rounds, without it 27–28 µs
-  per plugin above the event-loop chain.
+  is paid. By hand on a quiet machine, four alternating rounds of 8 plugins each way
+  (the same bench program, `-busy-poll-us 0` for off): minimal Rust plugins, median
+  344–399 µs polling against 498–514 µs without (0.68–0.80 per round), for 355–415
+  against 235–250 µs of runtime CPU per call; Rust test plugins 578–706 against 733–891
+  µs (0.76–0.92); Go test plugins 1030–1355 against 1127–1467 µs (0.72–1.02). The
+  scripted runtime gains less from the same polling (its polling chain against its
+  event-loop chain with the minimal plugins: 249–288 against 256–326 µs), so polling
+  takes away much of what our runtime paid beyond the scripted one for waking up: 9–14
+  µs per plugin above the polling chain with polling, 24–30 µs above the event-loop chain
+  without.
 * **What is left is the protocol stack's own work per hop.** In those runs our runtime's
   process spent 240–355 µs of CPU per call, 17–31 µs per plugin above the event-loop
   chain. CPU samples of its process alone (`perf record --call-graph dwarf -p`, 2 s of

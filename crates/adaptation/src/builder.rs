@@ -111,7 +111,8 @@ impl AdaptationBuilder {
     /// wake-up of the runtime's thread, which takes about a tenth off a
     /// CreateContainer through eight fast plugins (docs/PERFORMANCE.md).
     /// The price is CPU time: up to the window per call, spent while the
-    /// plugin works. The default is [`DEFAULT_BUSY_POLL`] when the process
+    /// plugin works; after a reply slower than the window, the next call to
+    /// that plugin does not poll. The default is [`DEFAULT_BUSY_POLL`] when the process
     /// may use two or more CPUs, and zero when it has one, where the poller
     /// would compete with the plugin for the only core. Not in the
     /// reference; Go's scheduler polls for a while on its own before it

@@ -1,10 +1,7 @@
 //! The ttRPC [`Client`]: concurrent unary calls multiplexed by stream id.
 
 use std::collections::HashMap;
-use std::future::{poll_fn, Future};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use crate::busy_poll::{poll_until, Gate};
 use crate::code::Code;
 use crate::error::Error;
 use crate::frame::{self, FrameReader, Inbound, MAX_MESSAGE_LEN};
@@ -82,6 +80,8 @@ struct Shared {
     state: Mutex<State>,
     closed: watch::Sender<bool>,
     outbox: Arc<Outbox<()>>,
+    /// Whether the next call polls (see [`Client::with_busy_poll`]).
+    gate: Gate,
 }
 
 struct State {
@@ -184,6 +184,7 @@ impl Client {
             }),
             closed,
             outbox: Arc::new(Outbox::new(Box::new(wr))),
+            gate: Gate::new(),
         });
         tokio::spawn(read_loop(shared.clone(), FrameReader::new(rd)));
         tokio::spawn(write_loop(shared.clone()));
@@ -208,6 +209,11 @@ impl Client {
     /// looks. The call's timeout still applies: polling stops at the
     /// deadline. On a machine with one core the poller competes with the
     /// peer it waits for, so leave it off there.
+    ///
+    /// A peer that is slower than the window is not polled for on every
+    /// call: after a call whose response took longer than the window, the
+    /// next call on the connection waits at once, and polling resumes after
+    /// a response that came within the window.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -358,9 +364,11 @@ impl Client {
         tracing::debug!(stream_id = id, service, method, "ttrpc call sent");
 
         let mut rx = rx;
-        let polled = match self.busy_poll.is_zero() {
-            true => None,
-            false => poll_until(&mut rx, self.busy_poll, deadline).await,
+        let window = self.busy_poll;
+        let sent = std::time::Instant::now();
+        let polled = match !window.is_zero() && shared.gate.is_open() {
+            true => poll_until(&mut rx, window, deadline).await,
+            false => None,
         };
         let reply = match (polled, deadline) {
             (Some(reply), _) => reply,
@@ -368,11 +376,15 @@ impl Client {
                 Ok(reply) => reply,
                 Err(_) => {
                     tracing::debug!(stream_id = id, service, method, "ttrpc call timed out");
+                    shared.gate.record(sent.elapsed(), window);
                     return Err(Error::Timeout);
                 }
             },
             (None, None) => rx.await,
         };
+        if !window.is_zero() {
+            shared.gate.record(sent.elapsed(), window);
+        }
         let bytes = reply.map_err(|_| Error::Closed)??;
         let response = proto::ResponseIn::decode(bytes)
             .map_err(|e| Error::Protocol(format!("invalid response envelope: {e}")))?;
@@ -460,32 +472,6 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("closed", &self.is_closed())
             .finish_non_exhaustive()
-    }
-}
-
-/// Looks at `rx` until it resolves, `window` of wall-clock time has passed or
-/// `deadline` is reached, yielding to the runtime between looks (the runtime
-/// then checks its I/O without blocking before it runs this task again).
-/// `None`: no response yet.
-///
-/// The window is measured on the system clock, not tokio's: with tokio's
-/// clock paused (in tests) it would never pass while this task keeps the
-/// runtime busy.
-async fn poll_until<T>(
-    rx: &mut oneshot::Receiver<T>,
-    window: Duration,
-    deadline: Option<Instant>,
-) -> Option<Result<T, oneshot::error::RecvError>> {
-    let start = std::time::Instant::now();
-    loop {
-        let look = poll_fn(|cx| Poll::Ready(Pin::new(&mut *rx).poll(cx))).await;
-        if let Poll::Ready(reply) = look {
-            return Some(reply);
-        }
-        if start.elapsed() >= window || deadline.is_some_and(|d| Instant::now() >= d) {
-            return None;
-        }
-        tokio::task::yield_now().await;
     }
 }
 

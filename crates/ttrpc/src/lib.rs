@@ -64,6 +64,7 @@
 //! # }
 //! ```
 
+mod busy_poll;
 mod client;
 mod code;
 mod context;
