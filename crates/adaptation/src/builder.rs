@@ -108,8 +108,10 @@ impl AdaptationBuilder {
     /// [`nri_ttrpc::Client::with_busy_poll`]); zero turns polling off.
     ///
     /// A plugin that replies within the window is answered without a
-    /// wake-up of the runtime's thread, which takes about a tenth off a
-    /// CreateContainer through eight fast plugins (docs/PERFORMANCE.md).
+    /// wake-up of the runtime's thread, which took a tenth to a third off a
+    /// CreateContainer through eight fast plugins in our runs; with plugins
+    /// that take about the window or longer the effect varied from run to
+    /// run (docs/PERFORMANCE.md, docs/PERFORMANCE-profile.md).
     /// The price is CPU time: up to the window per call, spent while the
     /// plugin works; after a reply slower than the window, the next call to
     /// that plugin does not poll. The default is [`DEFAULT_BUSY_POLL`] when the process

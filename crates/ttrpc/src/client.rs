@@ -358,33 +358,31 @@ impl Client {
         )?;
         drop(metadata);
 
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = oneshot::channel();
         let id = shared.start_call(frame, tx)?;
         let _guard = PendingGuard { shared, id };
         tracing::debug!(stream_id = id, service, method, "ttrpc call sent");
 
-        let mut rx = rx;
+        // The clock is read only when polling is on: the gate needs how
+        // long the response took.
         let window = self.busy_poll;
-        let sent = std::time::Instant::now();
-        let polled = match !window.is_zero() && shared.gate.is_open() {
+        let sent = (!window.is_zero()).then(std::time::Instant::now);
+        let polled = match sent.is_some() && shared.gate.is_open() {
             true => poll_until(&mut rx, window, deadline).await,
             false => None,
         };
-        let reply = match (polled, deadline) {
-            (Some(reply), _) => reply,
-            (None, Some(deadline)) => match tokio::time::timeout_at(deadline, rx).await {
-                Ok(reply) => reply,
-                Err(_) => {
-                    tracing::debug!(stream_id = id, service, method, "ttrpc call timed out");
-                    shared.gate.record(sent.elapsed(), window);
-                    return Err(Error::Timeout);
-                }
-            },
-            (None, None) => rx.await,
+        let waited = match (polled, deadline) {
+            (Some(reply), _) => Ok(reply),
+            (None, Some(deadline)) => tokio::time::timeout_at(deadline, rx).await,
+            (None, None) => Ok(rx.await),
         };
-        if !window.is_zero() {
+        if let Some(sent) = sent {
             shared.gate.record(sent.elapsed(), window);
         }
+        let Ok(reply) = waited else {
+            tracing::debug!(stream_id = id, service, method, "ttrpc call timed out");
+            return Err(Error::Timeout);
+        };
         let bytes = reply.map_err(|_| Error::Closed)??;
         let response = proto::ResponseIn::decode(bytes)
             .map_err(|e| Error::Protocol(format!("invalid response envelope: {e}")))?;
