@@ -57,19 +57,61 @@ fn plan(pods: &[usize], ctrs: &[usize], budget: usize) -> Option<(usize, usize)>
 /// containers: encoded exactly as the `SynchronizeRequest` holding copies of
 /// them would be, without copying a table of possibly many megabytes.
 /// Encode-only: decoding skips every field.
+///
+/// With `lens`, the encoded length of every pod and container, measured
+/// once for planning the split, is taken from there: the generic encoding
+/// would measure each object again for the message's length and once more
+/// for its own length prefix, and measuring walks every map and string.
 struct SyncChunk<'a> {
     pods: &'a [PodSandbox],
     containers: &'a [Container],
+    /// Encoded lengths of `pods` and of `containers`, in order, when known.
+    lens: Option<(&'a [usize], &'a [usize])>,
     more: bool,
+}
+
+impl<'a> SyncChunk<'a> {
+    /// A chunk that measures its objects as it encodes them.
+    #[cfg(any(test, feature = "wasm"))]
+    fn new(pods: &'a [PodSandbox], containers: &'a [Container], more: bool) -> SyncChunk<'a> {
+        SyncChunk {
+            pods,
+            containers,
+            lens: None,
+            more,
+        }
+    }
+}
+
+/// Encodes `msg` as field `tag` whose body is `len` bytes long, as
+/// `prost::encoding::message::encode` does, without measuring it again.
+fn encode_measured(tag: u32, msg: &impl Message, len: usize, buf: &mut impl prost::bytes::BufMut) {
+    prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, buf);
+    prost::encoding::encode_varint(len as u64, buf);
+    msg.encode_raw(buf);
 }
 
 impl prost::Message for SyncChunk<'_> {
     fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
-        for pod in self.pods {
-            prost::encoding::message::encode(1, pod, buf);
-        }
-        for ctr in self.containers {
-            prost::encoding::message::encode(2, ctr, buf);
+        match self.lens {
+            Some((pod_lens, ctr_lens))
+                if pod_lens.len() == self.pods.len() && ctr_lens.len() == self.containers.len() =>
+            {
+                for (pod, len) in self.pods.iter().zip(pod_lens) {
+                    encode_measured(1, pod, *len, buf);
+                }
+                for (ctr, len) in self.containers.iter().zip(ctr_lens) {
+                    encode_measured(2, ctr, *len, buf);
+                }
+            }
+            _ => {
+                for pod in self.pods {
+                    prost::encoding::message::encode(1, pod, buf);
+                }
+                for ctr in self.containers {
+                    prost::encoding::message::encode(2, ctr, buf);
+                }
+            }
         }
         if self.more {
             prost::encoding::bool::encode(3, &self.more, buf);
@@ -87,8 +129,22 @@ impl prost::Message for SyncChunk<'_> {
     }
 
     fn encoded_len(&self) -> usize {
-        prost::encoding::message::encoded_len_repeated(1, self.pods)
-            + prost::encoding::message::encoded_len_repeated(2, self.containers)
+        let lists = match self.lens {
+            Some((pod_lens, ctr_lens))
+                if pod_lens.len() == self.pods.len() && ctr_lens.len() == self.containers.len() =>
+            {
+                pod_lens
+                    .iter()
+                    .chain(ctr_lens)
+                    .map(|len| entry_len(*len))
+                    .sum()
+            }
+            _ => {
+                prost::encoding::message::encoded_len_repeated(1, self.pods)
+                    + prost::encoding::message::encoded_len_repeated(2, self.containers)
+            }
+        };
+        lists
             + if self.more {
                 prost::encoding::bool::encoded_len(3, &self.more)
             } else {
@@ -99,6 +155,7 @@ impl prost::Message for SyncChunk<'_> {
     fn clear(&mut self) {
         self.pods = &[];
         self.containers = &[];
+        self.lens = None;
         self.more = false;
     }
 }
@@ -157,11 +214,7 @@ impl Plugin {
             // As the reference: one message, whatever its size.
             #[cfg(feature = "wasm")]
             Backend::Wasm(w) => {
-                let req = SyncChunk {
-                    pods,
-                    containers,
-                    more: false,
-                };
+                let req = SyncChunk::new(pods, containers, false);
                 let timeout = self.request_timeout();
                 messages = 1;
                 self.measured(method::SYNCHRONIZE, || {
@@ -218,6 +271,10 @@ impl Plugin {
             let req = SyncChunk {
                 pods: pods.get(pi..pi + np).unwrap_or_default(),
                 containers: containers.get(ci..ci + nc).unwrap_or_default(),
+                lens: Some((
+                    pod_lens.get(pi..pi + np).unwrap_or_default(),
+                    ctr_lens.get(ci..ci + nc).unwrap_or_default(),
+                )),
                 more,
             };
             tracing::debug!(plugin = %self.name, pods = np, containers = nc, more,
@@ -294,22 +351,26 @@ mod tests {
             })
             .collect();
         for (np, nc, more) in [(3, 5, false), (2, 0, true), (0, 4, true), (0, 0, false)] {
-            let chunk = SyncChunk {
-                pods: &pods[..np],
-                containers: &ctrs[..nc],
-                more,
-            };
             let owned = SynchronizeRequest {
                 pods: pods[..np].to_vec(),
                 containers: ctrs[..nc].to_vec(),
                 more,
             };
-            assert_eq!(
-                chunk.encode_to_vec(),
-                owned.encode_to_vec(),
-                "{np} {nc} {more}"
-            );
-            assert_eq!(chunk.encoded_len(), owned.encoded_len());
+            let pod_lens: Vec<usize> = pods[..np].iter().map(Message::encoded_len).collect();
+            let ctr_lens: Vec<usize> = ctrs[..nc].iter().map(Message::encoded_len).collect();
+            let measured = SyncChunk {
+                lens: Some((&pod_lens, &ctr_lens)),
+                ..SyncChunk::new(&pods[..np], &ctrs[..nc], more)
+            };
+            for chunk in [SyncChunk::new(&pods[..np], &ctrs[..nc], more), measured] {
+                let encoded = chunk.encode_to_vec();
+                assert_eq!(encoded, owned.encode_to_vec(), "{np} {nc} {more}");
+                assert_eq!(chunk.encoded_len(), encoded.len());
+                assert_eq!(
+                    SynchronizeRequest::decode(&encoded[..]).ok().as_ref(),
+                    Some(&owned)
+                );
+            }
         }
     }
 
