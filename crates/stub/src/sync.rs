@@ -261,11 +261,44 @@ impl Queue {
         let mut outcome = Ok(());
         while let Some(message) = self.next() {
             if outcome.is_ok() && wanted() {
+                if let Body::Encoded(fields) = &message {
+                    let encoded: usize = fields.iter().map(|(_, raw)| raw.len()).sum();
+                    reserve_heap(encoded.saturating_mul(2));
+                }
                 outcome = message.decode_into::<Site>(&mut tables);
             }
         }
         outcome.map(|()| tables)
     }
+}
+
+/// Opens room for about `bytes` of allocations in the calling thread's
+/// heap, ahead of decoding a message of the table into it.
+///
+/// glibc gives each thread but the main one a heap of its own and opens it
+/// to writing only as far as allocations reach, one `mprotect` call each
+/// time they pass its end: decoding tens of megabytes of table into many
+/// small strings there took about 7,000 of those calls for 10,000
+/// containers, each of which also rewrites the process's memory map. Room
+/// allocated in large blocks and freed at once is opened in a few hundred
+/// calls, and glibc does not close it again (it hands freed pages back
+/// with `MADV_DONTNEED`, keeping them open), so what is decoded next
+/// allocates there without a system call. The blocks are below glibc's
+/// smallest threshold for giving an allocation a mapping of its own
+/// (128 KiB, so they come from the heap) and their contents are never
+/// written: they take address space, not memory. With another C library
+/// it does nothing; under another global allocator it only allocates and
+/// frees the blocks.
+fn reserve_heap(bytes: usize) {
+    const BLOCK: usize = 120 * 1024;
+    if cfg!(not(all(target_os = "linux", target_env = "gnu"))) {
+        return;
+    }
+    let blocks: Vec<Vec<u8>> = (0..bytes / BLOCK)
+        .map(|_| Vec::with_capacity(BLOCK))
+        .collect();
+    // Kept opaque so that the allocations are not optimized away.
+    drop(std::hint::black_box(blocks));
 }
 
 /// The sending side of a [`Queue`]: closes it when dropped, so the thread
