@@ -129,6 +129,53 @@ impl MuxConn {
     }
 }
 
+impl MuxConn {
+    /// Reads as [`AsyncRead::poll_read`] does, but hands over the received
+    /// bytes themselves instead of copying them into a buffer: the rest of
+    /// a frame that an earlier read did not take, or else the next received
+    /// frame's payload whole, as the mux's reader task read it.
+    ///
+    /// Empty bytes are what a read that fills nothing is: a received
+    /// zero-length frame, or the end of the stream. Errors are a read's.
+    /// Reads of either kind can be mixed; each takes bytes where the last
+    /// one stopped.
+    ///
+    /// ```
+    /// use nri_mux::{Mux, MuxOptions};
+    /// use tokio::io::AsyncWriteExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (a, b) = tokio::net::UnixStream::pair()?;
+    /// let (left, right) = (Mux::new(a, MuxOptions::default()), Mux::new(b, MuxOptions::default()));
+    /// let mut tx = left.open(5)?;
+    /// let mut rx = right.open(5)?;
+    /// tx.write_all(b"one frame").await?;
+    /// let got = std::future::poll_fn(|cx| rx.poll_read_bytes(cx)).await?;
+    /// assert_eq!(&got[..], b"one frame");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn poll_read_bytes(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Bytes>> {
+        if !self.current.is_empty() {
+            return Poll::Ready(Ok(std::mem::take(&mut self.current)));
+        }
+        let mut st = lock(&self.queue.state);
+        if let Some(frame) = st.pop_front() {
+            return Poll::Ready(Ok(frame));
+        }
+        if st.closed || self.closed {
+            drop(st);
+            return Poll::Ready(self.end_of_stream().map(|()| Bytes::new()));
+        }
+        match &st.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => st.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
 impl fmt::Debug for MuxConn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MuxConn")
@@ -174,16 +221,16 @@ impl AsyncRead for MuxConn {
         }
         let mut st = lock(&this.queue.state);
         loop {
-            match st.frames.front() {
+            match st.front() {
                 Some(frame) if frame.is_empty() => {
                     // A zero-length frame is its own (empty) read.
                     if !filled {
-                        st.frames.pop_front();
+                        st.pop_front();
                     }
                     return Poll::Ready(Ok(()));
                 }
                 Some(_) => {
-                    let Some(mut frame) = st.frames.pop_front() else {
+                    let Some(mut frame) = st.pop_front() else {
                         continue;
                     };
                     copy_into(&mut frame, buf);

@@ -17,6 +17,10 @@ const TRUNK_READ_BUFFER: usize = 64 * 1024;
 /// a big frame and then stalls or vanishes does not get the whole size allocated.
 const PAYLOAD_GROWTH_STEP: usize = 64 * 1024;
 
+/// Largest unread frame that the next frame of its connection is read
+/// together with (its bytes are copied once more).
+const MERGE_LIMIT: usize = 64 * 1024;
+
 pub(crate) async fn run<R>(inner: Arc<Inner>, trunk: R)
 where
     R: AsyncRead + Unpin,
@@ -65,16 +69,34 @@ where
                 }
             }
         };
-        let payload = match read_payload(trunk, len).await {
+        // A writer's frames follow one another on the trunk: a short first
+        // frame (the peer's largest first frame is small, see
+        // `MuxOptions::max_write_frame`) and the rest of the write. When the
+        // short one still waits unread, the next is read into one buffer
+        // with it, so that its reader gets the write in one piece rather
+        // than in two that it has to copy together.
+        let head = match len {
+            0 => None,
+            _ => inner.take_back(header.id, MERGE_LIMIT),
+        };
+        let (before, frames) = match &head {
+            Some((bytes, frames)) => (&bytes[..], frames + 1),
+            None => (&[][..], 1),
+        };
+        let payload = match read_payload_after(trunk, before, len).await {
             Ok(p) => p,
             Err(e) => {
+                // What was received before stays readable.
+                if let Some((bytes, frames)) = head {
+                    let _ = inner.deliver(header.id, bytes, frames);
+                }
                 return MuxError::TrunkRead {
                     what: "payload",
                     source: Arc::new(e),
-                }
+                };
             }
         };
-        if let Err(e) = inner.deliver(header.id, payload) {
+        if let Err(e) = inner.deliver(header.id, payload, frames) {
             return e;
         }
     }
@@ -110,16 +132,37 @@ where
 /// read into uninitialized capacity would let the trunk zero the whole
 /// unread rest of the payload at every read (a safe reader can only read
 /// into initialized bytes): for a 4 MiB payload arriving in socket-sized
-/// pieces, many times the payload in `memset`.
+/// pieces, many times the payload in `memset`. The whole length is
+/// allocated zeroed (`calloc`, which takes fresh pages from the kernel
+/// without clearing them again) and the first step copied over, rather
+/// than the step's buffer grown and its new part cleared.
+#[cfg(test)]
 async fn read_payload<R>(trunk: &mut R, len: usize) -> io::Result<Bytes>
 where
     R: AsyncRead + Unpin,
 {
-    let mut buf = vec![0u8; len.min(PAYLOAD_GROWTH_STEP)];
-    let mut filled = 0;
-    while filled < len {
+    read_payload_after(trunk, &[], len).await
+}
+
+/// Reads `len` payload bytes into one buffer after a copy of `head`, as
+/// [`read_payload`] reads them.
+async fn read_payload_after<R>(trunk: &mut R, head: &[u8], len: usize) -> io::Result<Bytes>
+where
+    R: AsyncRead + Unpin,
+{
+    let total = head.len().saturating_add(len);
+    let mut buf = vec![0u8; head.len() + len.min(PAYLOAD_GROWTH_STEP)];
+    if let Some(to) = buf.get_mut(..head.len()) {
+        to.copy_from_slice(head);
+    }
+    let mut filled = head.len();
+    while filled < total {
         if filled == buf.len() {
-            buf.resize(len, 0);
+            let mut whole = vec![0u8; total];
+            if let (Some(to), Some(from)) = (whole.get_mut(..filled), buf.get(..filled)) {
+                to.copy_from_slice(from);
+            }
+            buf = whole;
         }
         let n = trunk.read(&mut buf[filled..]).await?;
         if n == 0 {

@@ -31,12 +31,35 @@ pub(crate) struct ConnQueue {
 #[derive(Default)]
 pub(crate) struct QueueState {
     /// Received frames not yet read, oldest first. Empty frames are kept: they read as
-    /// a zero-length read.
-    pub(crate) frames: VecDeque<Bytes>,
+    /// a zero-length read. An entry can hold several frames read into one buffer.
+    frames: VecDeque<Received>,
+    /// How many frames the entries of `frames` hold together.
+    held: usize,
     /// Task waiting for a frame.
     pub(crate) waker: Option<Waker>,
     /// No more frames will arrive (the conn or the whole mux was closed).
     pub(crate) closed: bool,
+}
+
+/// One entry of a receive queue: the payload of one frame, or of several
+/// consecutive frames read into one buffer.
+struct Received {
+    bytes: Bytes,
+    frames: usize,
+}
+
+impl QueueState {
+    /// The oldest unread entry's bytes.
+    pub(crate) fn front(&self) -> Option<&Bytes> {
+        self.frames.front().map(|r| &r.bytes)
+    }
+
+    /// Takes the oldest unread entry.
+    pub(crate) fn pop_front(&mut self) -> Option<Bytes> {
+        let received = self.frames.pop_front()?;
+        self.held = self.held.saturating_sub(received.frames);
+        Some(received.bytes)
+    }
 }
 
 impl ConnQueue {
@@ -228,9 +251,39 @@ impl Inner {
         queue.finish();
     }
 
-    /// Queues a received frame for its connection. Frames for ids that are not open are
-    /// dropped.
-    pub(crate) fn deliver(&self, id: ConnId, payload: Bytes) -> Result<(), MuxError> {
+    /// Takes back the last entry queued for `id` if nobody has read any of
+    /// it yet and it holds between 1 and `max` bytes, so that the frame
+    /// that follows it can be read into one buffer with it.
+    /// Returns its bytes and how many frames they are.
+    pub(crate) fn take_back(&self, id: ConnId, max: usize) -> Option<(Bytes, usize)> {
+        let queue = lock(&self.conns).get(&id).cloned()?;
+        let mut st = lock(&queue.state);
+        // A frame that overflows the queue leaves the frames before it as
+        // they are.
+        if st.closed || st.held >= self.opts.read_queue_len {
+            return None;
+        }
+        match st.frames.back() {
+            Some(last) if !last.bytes.is_empty() && last.bytes.len() <= max => {
+                let last = st.frames.pop_back()?;
+                st.held = st.held.saturating_sub(last.frames);
+                Some((last.bytes, last.frames))
+            }
+            _ => None,
+        }
+    }
+
+    /// Queues a received frame for its connection, or `frames` of them read into one
+    /// buffer: the last one received and the ones [taken back](Inner::take_back) before
+    /// it. Frames for ids that are not open are dropped. The queue overflows when the
+    /// frame received finds `read_queue_len` frames unread before it, however they are
+    /// held.
+    pub(crate) fn deliver(
+        &self,
+        id: ConnId,
+        payload: Bytes,
+        frames: usize,
+    ) -> Result<(), MuxError> {
         let queue = lock(&self.conns).get(&id).cloned();
         let Some(queue) = queue else {
             tracing::trace!(
@@ -246,10 +299,15 @@ impl Inner {
                 tracing::trace!(conn = id, "dropping frame for closed connection");
                 return Ok(());
             }
-            if st.frames.len() >= self.opts.read_queue_len {
+            let frames = frames.max(1);
+            if st.held + (frames - 1) >= self.opts.read_queue_len {
                 return Err(MuxError::QueueOverflow { conn: id });
             }
-            st.frames.push_back(payload);
+            st.held += frames;
+            st.frames.push_back(Received {
+                bytes: payload,
+                frames,
+            });
             st.waker.take()
         };
         if let Some(w) = waker {

@@ -234,3 +234,79 @@ async fn split_halves_work_concurrently() {
     assert_eq!(x, data);
     assert_eq!(y, data);
 }
+
+/// Waits for the next received bytes of `conn`, taken without copying.
+async fn next_bytes(conn: &mut nri_mux::MuxConn) -> bytes::Bytes {
+    within(std::future::poll_fn(|cx| conn.poll_read_bytes(cx)))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_large_write_read_unread_comes_as_one_piece() {
+    // Written as a frame of 4096 bytes and one of the rest; the reader
+    // looks only once both are there.
+    const LEN: usize = 200 * 1024 + 3;
+    let (left, right) = pair();
+    let mut tx = left.open(2).unwrap();
+    let mut rx = right.open(2).unwrap();
+    let mut marker = left.open(3).unwrap();
+    let mut marker_rx = right.open(3).unwrap();
+    let data = pattern(LEN, 7);
+    tx.write_all(&data).await.unwrap();
+    tx.flush().await.unwrap();
+    // Frames are read in order: once conn 3's arrived, both of conn 2's did.
+    marker.write_all(b"m").await.unwrap();
+    assert_eq!(&next_bytes(&mut marker_rx).await[..], b"m");
+    let got = next_bytes(&mut rx).await;
+    assert_eq!(got.len(), LEN);
+    assert!(got[..] == data[..]);
+}
+
+#[tokio::test]
+async fn bytes_reads_follow_byte_reads_and_empty_frames_stay_apart() {
+    let (a, mut raw) = UnixStream::pair().unwrap();
+    let mux = Mux::new(a, MuxOptions::default());
+    let mut conn = mux.open(4).unwrap();
+    let mut marker = mux.open(5).unwrap();
+    send_frame(&mut raw, 4, b"abc").await;
+    send_frame(&mut raw, 4, b"de").await;
+    send_frame(&mut raw, 4, b"").await;
+    send_frame(&mut raw, 4, b"f").await;
+    send_frame(&mut raw, 5, b"m").await;
+    assert_eq!(&next_bytes(&mut marker).await[..], b"m");
+
+    // The two frames before the empty one were read as one piece; a byte
+    // read takes part of it and a bytes read the rest.
+    let mut one = [0u8; 1];
+    within(conn.read_exact(&mut one)).await.unwrap();
+    assert_eq!(&one, b"a");
+    assert_eq!(&next_bytes(&mut conn).await[..], b"bcde");
+    // The empty frame still reads as nothing, and data continues after it.
+    assert!(next_bytes(&mut conn).await.is_empty());
+    assert_eq!(&next_bytes(&mut conn).await[..], b"f");
+    assert!(!mux.is_closed());
+}
+
+#[tokio::test]
+async fn frames_read_together_still_count_against_the_queue() {
+    let (a, mut raw) = UnixStream::pair().unwrap();
+    let opts = MuxOptions {
+        read_queue_len: 3,
+        ..MuxOptions::default()
+    };
+    let mux = Mux::new(a, opts);
+    let mut conn = mux.open(1).unwrap();
+    for i in 0..4u8 {
+        send_frame(&mut raw, 1, &[i]).await;
+    }
+    within(mux.closed()).await;
+    assert!(matches!(
+        mux.error(),
+        Some(MuxError::QueueOverflow { conn: 1 })
+    ));
+    // The three frames queued before the overflow are still read.
+    let mut buf = [0u8; 3];
+    within(conn.read_exact(&mut buf)).await.unwrap();
+    assert_eq!(buf, [0, 1, 2]);
+}

@@ -168,6 +168,10 @@ impl Drop for PendingGuard<'_> {
 impl Client {
     /// Creates a client over `stream` and starts its reader and writer tasks.
     ///
+    /// When `stream` is an `nri_mux::MuxConn` (with the default feature
+    /// `mux`), a response that arrives whole in one piece of the mux is
+    /// taken as a slice of that piece instead of being copied.
+    ///
     /// # Panics
     ///
     /// Must be called from within a tokio runtime (it spawns tasks).
@@ -175,7 +179,7 @@ impl Client {
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
-        let (rd, wr) = tokio::io::split(stream);
+        let (source, wr) = frame::split(stream);
         let (closed, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -183,10 +187,10 @@ impl Client {
                 pending: HashMap::new(),
             }),
             closed,
-            outbox: Arc::new(Outbox::new(Box::new(wr))),
+            outbox: Arc::new(Outbox::new(wr)),
             gate: Gate::new(),
         });
-        tokio::spawn(read_loop(shared.clone(), FrameReader::new(rd)));
+        tokio::spawn(read_loop(shared.clone(), FrameReader::from_source(source)));
         tokio::spawn(write_loop(shared.clone()));
         Client {
             handle: Arc::new(Handle { shared }),
@@ -483,7 +487,7 @@ async fn wait_closed(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|closed| *closed).await;
 }
 
-async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, mut reader: FrameReader<R>) {
+async fn read_loop(shared: Arc<Shared>, mut reader: FrameReader) {
     let mut closed = shared.closed.subscribe();
     // One wait for the close across all reads: made anew for every frame,
     // it would register with (and leave) the watch's waiters each time.

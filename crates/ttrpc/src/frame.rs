@@ -8,8 +8,19 @@
 //! +----------------+----------------+--------+--------+----------------+
 //! ```
 
+#[cfg(feature = "mux")]
+use std::any::Any;
+#[cfg(feature = "mux")]
+use std::pin::Pin;
+#[cfg(feature = "mux")]
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+#[cfg(feature = "mux")]
+use std::task::{Context, Poll};
+
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt};
+#[cfg(feature = "mux")]
+use nri_mux::MuxConn;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::error::Error;
 
@@ -272,22 +283,44 @@ pub(crate) enum Inbound {
     Eof,
 }
 
+/// Where a [`FrameReader`] reads from.
+pub(crate) enum Source {
+    /// Any byte stream: its bytes are read into the reader's buffer.
+    Stream(Box<dyn AsyncRead + Send + Unpin>),
+    /// A mux connection, shared with its writing half: each received piece
+    /// is taken over as it is, so that a message that arrives whole in one
+    /// piece is not copied.
+    #[cfg(feature = "mux")]
+    Mux(Arc<Mutex<MuxConn>>),
+}
+
 /// Reads frames from a byte stream with bounded memory.
 ///
 /// [`FrameReader::next`] is cancel-safe: all progress is kept in the reader,
 /// so the future may be dropped (e.g. in `tokio::select!`) and called again
 /// without losing bytes.
-pub(crate) struct FrameReader<R> {
-    inner: R,
+pub(crate) struct FrameReader {
+    source: Source,
+    /// Received bytes not yet taken, as a [`Source::Mux`] handed them over.
+    /// Messages that lie whole in it are sliced out of it; only one of
+    /// `chunk` and `buf` holds bytes at a time.
+    chunk: Bytes,
     buf: BytesMut,
     /// Header of an oversized message being discarded, and the bytes left.
     discarding: Option<(FrameHeader, usize)>,
 }
 
-impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub(crate) fn new(inner: R) -> Self {
+impl FrameReader {
+    /// A reader of any byte stream.
+    #[cfg(test)]
+    pub(crate) fn new(inner: impl AsyncRead + Send + Unpin + 'static) -> Self {
+        FrameReader::from_source(Source::Stream(Box::new(inner)))
+    }
+
+    pub(crate) fn from_source(source: Source) -> Self {
         FrameReader {
-            inner,
+            source,
+            chunk: Bytes::new(),
             buf: BytesMut::with_capacity(READ_BUF),
             discarding: None,
         }
@@ -297,6 +330,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub(crate) async fn next(&mut self) -> Result<Inbound, Error> {
         loop {
             if let Some((header, left)) = self.discarding.as_mut() {
+                let from_chunk = (*left).min(self.chunk.len());
+                self.chunk.advance(from_chunk);
+                *left -= from_chunk;
                 let drop_now = (*left).min(self.buf.len());
                 self.buf.advance(drop_now);
                 *left -= drop_now;
@@ -313,16 +349,30 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 continue;
             }
 
-            if let Some(header) = self.peek_header() {
+            if !self.chunk.is_empty() {
+                if let Some(header) = peek_header(&self.chunk) {
+                    let len = header.length as usize;
+                    if len > MAX_MESSAGE_LEN {
+                        self.chunk.advance(HEADER_LEN);
+                        self.start_discarding(header, len);
+                        continue;
+                    }
+                    if self.chunk.len() - HEADER_LEN >= len {
+                        self.chunk.advance(HEADER_LEN);
+                        let payload = self.chunk.split_to(len);
+                        return Ok(Inbound::Frame(header, payload));
+                    }
+                }
+                // Part of a message: it is put together in the buffer.
+                self.buf.extend_from_slice(&self.chunk);
+                self.chunk = Bytes::new();
+            }
+
+            if let Some(header) = peek_header(&self.buf) {
                 let len = header.length as usize;
                 if len > MAX_MESSAGE_LEN {
-                    tracing::debug!(
-                        stream_id = header.stream_id,
-                        len,
-                        "discarding oversized message"
-                    );
                     self.buf.advance(HEADER_LEN);
-                    self.discarding = Some((header, len));
+                    self.start_discarding(header, len);
                     continue;
                 }
                 let total = HEADER_LEN + len;
@@ -340,8 +390,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 if self.buf.capacity() < READ_BUF {
                     self.buf.reserve(READ_BUF);
                 }
-                let n = self.inner.read_buf(&mut self.buf).await?;
-                if n == 0 {
+                if self.read_more().await? == 0 {
                     return Ok(Inbound::Eof);
                 }
             } else {
@@ -351,21 +400,123 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
-    fn peek_header(&self) -> Option<FrameHeader> {
-        let bytes: &[u8; HEADER_LEN] = self.buf.get(..HEADER_LEN)?.try_into().ok()?;
-        Some(FrameHeader::decode(bytes))
+    fn start_discarding(&mut self, header: FrameHeader, len: usize) {
+        tracing::debug!(
+            stream_id = header.stream_id,
+            len,
+            "discarding oversized message"
+        );
+        self.discarding = Some((header, len));
+    }
+
+    /// Reads more bytes: into `buf`, or as `chunk` when `buf` is empty and
+    /// the source hands over its bytes. Returns how many; 0 is the end of
+    /// the stream.
+    async fn read_more(&mut self) -> Result<usize, Error> {
+        match &mut self.source {
+            Source::Stream(inner) => Ok(inner.read_buf(&mut self.buf).await?),
+            #[cfg(feature = "mux")]
+            Source::Mux(conn) => {
+                let bytes = std::future::poll_fn(|cx| lock(conn).poll_read_bytes(cx)).await?;
+                let n = bytes.len();
+                if self.buf.is_empty() {
+                    self.chunk = bytes;
+                } else {
+                    self.buf.extend_from_slice(&bytes);
+                }
+                Ok(n)
+            }
+        }
     }
 
     /// Reads more bytes; EOF here means the peer stopped mid-message.
     async fn fill(&mut self, what: &str) -> Result<(), Error> {
-        let n = self.inner.read_buf(&mut self.buf).await?;
-        if n == 0 {
+        if self.read_more().await? == 0 {
             return Err(Error::Protocol(format!(
                 "connection closed in the middle of a {what}"
             )));
         }
         Ok(())
     }
+}
+
+fn peek_header(buf: &[u8]) -> Option<FrameHeader> {
+    let bytes: &[u8; HEADER_LEN] = buf.get(..HEADER_LEN)?.try_into().ok()?;
+    Some(FrameHeader::decode(bytes))
+}
+
+/// Locks a mux connection shared by the two halves of a stream.
+#[cfg(feature = "mux")]
+fn lock(conn: &Mutex<MuxConn>) -> MutexGuard<'_, MuxConn> {
+    conn.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The writing half of a mux connection whose reading half is a
+/// [`Source::Mux`].
+#[cfg(feature = "mux")]
+struct MuxWriter(Arc<Mutex<MuxConn>>);
+
+#[cfg(feature = "mux")]
+impl AsyncWrite for MuxWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut *lock(&self.0)).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *lock(&self.0)).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *lock(&self.0)).poll_shutdown(cx)
+    }
+}
+
+/// Splits `stream` into the source of its frames and its writing half. A
+/// [`MuxConn`] hands its received pieces over without a copy; any other
+/// stream is split with [`tokio::io::split`].
+#[cfg(feature = "mux")]
+pub(crate) fn split<S>(stream: S) -> (Source, Box<dyn AsyncWrite + Send + Unpin>)
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let mut slot = Some(stream);
+    let mux = (&mut slot as &mut dyn Any)
+        .downcast_mut::<Option<MuxConn>>()
+        .and_then(Option::take);
+    match (mux, slot) {
+        (Some(conn), _) => {
+            let conn = Arc::new(Mutex::new(conn));
+            (Source::Mux(Arc::clone(&conn)), Box::new(MuxWriter(conn)))
+        }
+        (None, Some(stream)) => split_stream(stream),
+        // Not reached: only a `MuxConn` is taken out of `slot`. A stream
+        // that ends at once is the harmless answer.
+        (None, None) => (
+            Source::Stream(Box::new(tokio::io::empty())),
+            Box::new(tokio::io::sink()),
+        ),
+    }
+}
+
+/// Splits `stream` into the source of its frames and its writing half.
+#[cfg(not(feature = "mux"))]
+pub(crate) fn split<S>(stream: S) -> (Source, Box<dyn AsyncWrite + Send + Unpin>)
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    split_stream(stream)
+}
+
+fn split_stream<S>(stream: S) -> (Source, Box<dyn AsyncWrite + Send + Unpin>)
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (rd, wr) = tokio::io::split(stream);
+    (Source::Stream(Box::new(rd)), Box::new(wr))
 }
 
 #[cfg(test)]
@@ -555,6 +706,143 @@ mod tests {
             other => panic!("unexpected {other:?}"),
         }
         writer.await.unwrap();
+    }
+
+    /// A frame of the mux's wire format: connection id, length, payload.
+    #[cfg(feature = "mux")]
+    fn mux_frame(conn: u32, payload: &[u8]) -> Vec<u8> {
+        let mut f = conn.to_be_bytes().to_vec();
+        f.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// A message: header and `len` payload bytes made from `seed`.
+    fn message(len: usize, stream_id: u32, seed: u8) -> Vec<u8> {
+        let mut m = header(len as u32, stream_id, MESSAGE_TYPE_REQUEST).to_vec();
+        m.extend((0..len).map(|i| (i as u8).wrapping_mul(13).wrapping_add(seed)));
+        m
+    }
+
+    async fn expect_frame(reader: &mut FrameReader, want: &[u8]) {
+        match reader.next().await.unwrap() {
+            Inbound::Frame(h, p) => {
+                assert_eq!(
+                    h.stream_id,
+                    u32::from_be_bytes(want[4..8].try_into().unwrap())
+                );
+                assert_eq!(&p[..], &want[HEADER_LEN..]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// Over a mux connection, messages whole in one received piece, split
+    /// across pieces anywhere (inside the header too), several in one
+    /// piece and an oversized one all read as over a plain stream.
+    #[cfg(feature = "mux")]
+    #[tokio::test]
+    async fn reads_messages_from_mux_pieces_however_they_are_cut() {
+        use nri_mux::{Mux, MuxOptions};
+        let (a, mut raw) = tokio::net::UnixStream::pair().unwrap();
+        let mux = Mux::new(a, MuxOptions::default());
+        let (source, _writer) = split(mux.open(1).unwrap());
+        assert!(matches!(source, Source::Mux(_)));
+        let mut reader = FrameReader::from_source(source);
+
+        let whole = message(300_000, 1, 1);
+        let small = [message(3, 3, 2), message(0, 5, 3), message(20, 7, 4)];
+        let cut = message(200_000, 9, 5);
+        let after = message(5, 11, 6);
+        let oversized_len = MAX_MESSAGE_LEN + 1;
+        // The mux reads a frame together with the one before it when that
+        // one is small and unread: pieces after a large one stay apart.
+        let mut stream = Vec::new();
+        stream.extend(mux_frame(1, &whole));
+        stream.extend(mux_frame(1, &small.concat()));
+        // `cut` in three pieces: inside its header, inside its payload.
+        stream.extend(mux_frame(1, &cut[..4]));
+        stream.extend(mux_frame(1, &cut[4..100_000]));
+        // The end of `cut` shares a piece with the start of `after`, whose
+        // header ends in the next piece.
+        let mut tail = cut[100_000..].to_vec();
+        tail.extend_from_slice(&after[..7]);
+        stream.extend(mux_frame(1, &tail));
+        stream.extend(mux_frame(1, &after[7..]));
+        stream.extend(mux_frame(
+            1,
+            &header(oversized_len as u32, 13, MESSAGE_TYPE_REQUEST),
+        ));
+        let writer = tokio::spawn(async move {
+            raw.write_all(&stream).await.unwrap();
+            // The oversized payload, then one more message.
+            let chunk = vec![0x55u8; 1 << 20];
+            let mut left = oversized_len;
+            while left > 0 {
+                let n = left.min(chunk.len());
+                raw.write_all(&mux_frame(1, &chunk[..n])).await.unwrap();
+                left -= n;
+            }
+            raw.write_all(&mux_frame(1, &message(2, 15, 7)))
+                .await
+                .unwrap();
+            raw
+        });
+
+        expect_frame(&mut reader, &whole).await;
+        for m in &small {
+            expect_frame(&mut reader, m).await;
+        }
+        expect_frame(&mut reader, &cut).await;
+        expect_frame(&mut reader, &after).await;
+        match reader.next().await.unwrap() {
+            Inbound::Oversized(h) => {
+                assert_eq!(h.stream_id, 13);
+                assert_eq!(h.length as usize, oversized_len);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(reader.buf.capacity() < MAX_MESSAGE_LEN);
+        expect_frame(&mut reader, &message(2, 15, 7)).await;
+        let raw = writer.await.unwrap();
+        drop(raw);
+        assert!(matches!(reader.next().await.unwrap(), Inbound::Eof));
+    }
+
+    /// A message that arrives in one piece is handed on as a slice of that
+    /// piece, not copied.
+    #[cfg(feature = "mux")]
+    #[tokio::test]
+    async fn a_message_whole_in_one_mux_piece_is_not_copied() {
+        use nri_mux::{Mux, MuxOptions};
+        let (a, mut raw) = tokio::net::UnixStream::pair().unwrap();
+        let mux = Mux::new(a, MuxOptions::default());
+        let (source, _writer) = split(mux.open(1).unwrap());
+        let mut reader = FrameReader::from_source(source);
+        let two = [message(100, 1, 1), message(50, 3, 2)].concat();
+        raw.write_all(&mux_frame(1, &two)).await.unwrap();
+        let Inbound::Frame(_, first) = reader.next().await.unwrap() else {
+            panic!("no frame");
+        };
+        let Inbound::Frame(_, second) = reader.next().await.unwrap() else {
+            panic!("no frame");
+        };
+        // Both payloads lie in one buffer, at their offsets in the piece.
+        let gap = second.as_ptr() as usize - first.as_ptr() as usize;
+        assert_eq!(gap, 100 + HEADER_LEN);
+        assert!(reader.buf.is_empty());
+    }
+
+    #[tokio::test]
+    async fn any_other_stream_is_read_as_a_byte_stream() {
+        let (a, b) = tokio::net::UnixStream::pair().unwrap();
+        let (source, _writer) = split(a);
+        assert!(matches!(source, Source::Stream(_)));
+        let mut reader = FrameReader::from_source(source);
+        let mut b = b;
+        let m = message(10, 1, 9);
+        b.write_all(&m).await.unwrap();
+        expect_frame(&mut reader, &m).await;
     }
 
     #[tokio::test]

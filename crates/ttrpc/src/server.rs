@@ -244,6 +244,10 @@ impl Server {
 
     /// Serves requests arriving on `stream` until the peer closes it.
     ///
+    /// When `stream` is an `nri_mux::MuxConn` (with the default feature
+    /// `mux`), a request that arrives whole in one piece of the mux is
+    /// decoded from that piece instead of a copy of it.
+    ///
     /// Returns `Ok(())` when the peer closes the stream between messages,
     /// and an error when the stream fails or the peer breaks the framing
     /// (e.g. a truncated message). Either way, handlers still running for
@@ -257,15 +261,15 @@ impl Server {
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
-        let (rd, wr) = tokio::io::split(stream);
+        let (source, wr) = crate::frame::split(stream);
         // Unbounded, but each reply in it holds one of the connection's slots,
         // so it never holds more than `max_in_flight`.
-        let outbox = Arc::new(Outbox::<Slot>::new(Box::new(wr)));
+        let outbox = Arc::new(Outbox::<Slot>::new(wr));
         let writer = AbortOnDrop(tokio::spawn(Arc::clone(&outbox).drive()));
         let slots = Arc::new(Semaphore::new(self.max_in_flight));
         let mut conn = Connection {
             server: self,
-            reader: FrameReader::new(rd),
+            reader: FrameReader::from_source(source),
             outbox,
             slots,
             slot: None,
@@ -295,9 +299,9 @@ impl<T> Drop for AbortOnDrop<T> {
 }
 
 /// Per-connection state of [`Server::serve`].
-struct Connection<R> {
+struct Connection {
     server: Arc<Server>,
-    reader: FrameReader<R>,
+    reader: FrameReader,
     outbox: Arc<Outbox<Slot>>,
     /// The connection's in-flight slots.
     slots: Arc<Semaphore>,
@@ -312,14 +316,14 @@ struct Connection<R> {
     paused: bool,
 }
 
-impl<R> Drop for Connection<R> {
+impl Drop for Connection {
     /// The stream is dropped with the connection, whatever ends it.
     fn drop(&mut self) {
         self.outbox.close();
     }
 }
 
-impl<R: AsyncRead + Unpin> Connection<R> {
+impl Connection {
     async fn run(&mut self, mut writer: AbortOnDrop<std::io::Result<()>>) -> Result<(), Error> {
         loop {
             // A request is read only with a slot for it in hand; an unused
