@@ -168,10 +168,7 @@ impl MuxConn {
             drop(st);
             return Poll::Ready(self.end_of_stream().map(|()| Bytes::new()));
         }
-        match &st.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => st.waker = Some(cx.waker().clone()),
-        }
+        st.wait(cx.waker());
         Poll::Pending
     }
 }
@@ -251,10 +248,7 @@ impl AsyncRead for MuxConn {
                         drop(st);
                         return Poll::Ready(this.end_of_stream());
                     }
-                    match &st.waker {
-                        Some(w) if w.will_wake(cx.waker()) => {}
-                        _ => st.waker = Some(cx.waker().clone()),
-                    }
+                    st.wait(cx.waker());
                     return Poll::Pending;
                 }
             }

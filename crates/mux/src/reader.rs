@@ -123,7 +123,9 @@ where
     Ok(Some(Header::decode(raw)))
 }
 
-/// Reads exactly `len` payload bytes. The buffer holds the first
+/// Reads exactly `len` payload bytes into one buffer, after a copy of
+/// `head` (the bytes of the frames it is read together with, or none). The
+/// buffer holds `head` and the first
 /// [`PAYLOAD_GROWTH_STEP`] bytes until they have arrived; then it grows to
 /// the whole length at once, so a large payload is not copied again and
 /// again as a growing buffer moves.
@@ -136,16 +138,6 @@ where
 /// allocated zeroed (`calloc`, which takes fresh pages from the kernel
 /// without clearing them again) and the first step copied over, rather
 /// than the step's buffer grown and its new part cleared.
-#[cfg(test)]
-async fn read_payload<R>(trunk: &mut R, len: usize) -> io::Result<Bytes>
-where
-    R: AsyncRead + Unpin,
-{
-    read_payload_after(trunk, &[], len).await
-}
-
-/// Reads `len` payload bytes into one buffer after a copy of `head`, as
-/// [`read_payload`] reads them.
 async fn read_payload_after<R>(trunk: &mut R, head: &[u8], len: usize) -> io::Result<Bytes>
 where
     R: AsyncRead + Unpin,
@@ -199,7 +191,7 @@ mod tests {
     async fn payload_reads_exact_length_across_growth_steps() {
         let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
         let mut src: &[u8] = &data;
-        let got = read_payload(&mut src, 150_000).await.unwrap();
+        let got = read_payload_after(&mut src, &[], 150_000).await.unwrap();
         assert_eq!(&got[..], &data[..150_000]);
         assert_eq!(src.len(), 50_000);
     }
@@ -237,7 +229,7 @@ mod tests {
             at: 0,
             uninitialized: Vec::new(),
         };
-        let got = read_payload(&mut src, data.len()).await.unwrap();
+        let got = read_payload_after(&mut src, &[], data.len()).await.unwrap();
         assert_eq!(&got[..], &data[..]);
         assert!(src.uninitialized.len() > 70, "{}", src.uninitialized.len());
         assert!(
@@ -251,7 +243,7 @@ mod tests {
     async fn truncated_payload_is_an_error() {
         let data = [1u8; 10];
         let mut src: &[u8] = &data;
-        let err = read_payload(&mut src, 11).await.unwrap_err();
+        let err = read_payload_after(&mut src, &[], 11).await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
     }
 }

@@ -60,6 +60,14 @@ impl QueueState {
         self.held = self.held.saturating_sub(received.frames);
         Some(received.bytes)
     }
+
+    /// Makes `waker` the one woken by the next frame.
+    pub(crate) fn wait(&mut self, waker: &Waker) {
+        match &self.waker {
+            Some(w) if w.will_wake(waker) => {}
+            _ => self.waker = Some(waker.clone()),
+        }
+    }
 }
 
 impl ConnQueue {

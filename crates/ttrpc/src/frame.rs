@@ -350,57 +350,57 @@ impl FrameReader {
             }
 
             if !self.chunk.is_empty() {
-                if let Some(header) = peek_header(&self.chunk) {
-                    let len = header.length as usize;
-                    if len > MAX_MESSAGE_LEN {
+                match front(&self.chunk) {
+                    Front::Whole(header) => {
                         self.chunk.advance(HEADER_LEN);
-                        self.start_discarding(header, len);
-                        continue;
-                    }
-                    if self.chunk.len() - HEADER_LEN >= len {
-                        self.chunk.advance(HEADER_LEN);
-                        let payload = self.chunk.split_to(len);
+                        let payload = self.chunk.split_to(header.length as usize);
                         return Ok(Inbound::Frame(header, payload));
                     }
+                    Front::Oversized(header) => {
+                        self.chunk.advance(HEADER_LEN);
+                        self.start_discarding(header);
+                        continue;
+                    }
+                    // Part of a message: it is put together in the buffer.
+                    Front::Part(_) => {
+                        self.buf.extend_from_slice(&self.chunk);
+                        self.chunk = Bytes::new();
+                    }
                 }
-                // Part of a message: it is put together in the buffer.
-                self.buf.extend_from_slice(&self.chunk);
-                self.chunk = Bytes::new();
             }
 
-            if let Some(header) = peek_header(&self.buf) {
-                let len = header.length as usize;
-                if len > MAX_MESSAGE_LEN {
+            match front(&self.buf) {
+                Front::Whole(header) => {
                     self.buf.advance(HEADER_LEN);
-                    self.start_discarding(header, len);
-                    continue;
-                }
-                let total = HEADER_LEN + len;
-                if self.buf.len() >= total {
-                    self.buf.advance(HEADER_LEN);
-                    let payload = self.buf.split_to(len).freeze();
+                    let payload = self.buf.split_to(header.length as usize).freeze();
                     return Ok(Inbound::Frame(header, payload));
                 }
-                self.buf.reserve(total - self.buf.len());
-                self.fill("message payload").await?;
-                continue;
-            }
-
-            if self.buf.is_empty() {
-                if self.buf.capacity() < READ_BUF {
-                    self.buf.reserve(READ_BUF);
+                Front::Oversized(header) => {
+                    self.buf.advance(HEADER_LEN);
+                    self.start_discarding(header);
                 }
-                if self.read_more().await? == 0 {
-                    return Ok(Inbound::Eof);
+                Front::Part(_) if self.buf.is_empty() => {
+                    if self.buf.capacity() < READ_BUF {
+                        self.buf.reserve(READ_BUF);
+                    }
+                    if self.read_more().await? == 0 {
+                        return Ok(Inbound::Eof);
+                    }
                 }
-            } else {
-                self.buf.reserve(HEADER_LEN);
-                self.fill("message header").await?;
+                Front::Part(total) => {
+                    let what = match self.buf.len() < HEADER_LEN {
+                        true => "message header",
+                        false => "message payload",
+                    };
+                    self.buf.reserve(total - self.buf.len());
+                    self.fill(what).await?;
+                }
             }
         }
     }
 
-    fn start_discarding(&mut self, header: FrameHeader, len: usize) {
+    fn start_discarding(&mut self, header: FrameHeader) {
+        let len = header.length as usize;
         tracing::debug!(
             stream_id = header.stream_id,
             len,
@@ -440,9 +440,33 @@ impl FrameReader {
     }
 }
 
-fn peek_header(buf: &[u8]) -> Option<FrameHeader> {
-    let bytes: &[u8; HEADER_LEN] = buf.get(..HEADER_LEN)?.try_into().ok()?;
-    Some(FrameHeader::decode(bytes))
+/// What the bytes at the front of a buffer hold.
+enum Front {
+    /// A whole message, header and payload.
+    Whole(FrameHeader),
+    /// The header of a message above [`MAX_MESSAGE_LEN`].
+    Oversized(FrameHeader),
+    /// Part of a message, which takes this many bytes in all (the header's
+    /// length while not even the header is there).
+    Part(usize),
+}
+
+fn front(buf: &[u8]) -> Front {
+    let Some(header) = buf
+        .get(..HEADER_LEN)
+        .and_then(|h| <&[u8; HEADER_LEN]>::try_from(h).ok())
+        .map(FrameHeader::decode)
+    else {
+        return Front::Part(HEADER_LEN);
+    };
+    let len = header.length as usize;
+    if len > MAX_MESSAGE_LEN {
+        Front::Oversized(header)
+    } else if buf.len() - HEADER_LEN >= len {
+        Front::Whole(header)
+    } else {
+        Front::Part(HEADER_LEN + len)
+    }
 }
 
 /// Locks a mux connection shared by the two halves of a stream.

@@ -71,6 +71,14 @@ struct SyncChunk<'a> {
 }
 
 impl<'a> SyncChunk<'a> {
+    /// The measured lengths of the pods and of the containers, if there is
+    /// one for each.
+    fn measured(&self) -> Option<(&'a [usize], &'a [usize])> {
+        self.lens.filter(|(pods, ctrs)| {
+            pods.len() == self.pods.len() && ctrs.len() == self.containers.len()
+        })
+    }
+
     /// A chunk that measures its objects as it encodes them.
     #[cfg(any(test, feature = "wasm"))]
     fn new(pods: &'a [PodSandbox], containers: &'a [Container], more: bool) -> SyncChunk<'a> {
@@ -93,10 +101,8 @@ fn encode_measured(tag: u32, msg: &impl Message, len: usize, buf: &mut impl pros
 
 impl prost::Message for SyncChunk<'_> {
     fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
-        match self.lens {
-            Some((pod_lens, ctr_lens))
-                if pod_lens.len() == self.pods.len() && ctr_lens.len() == self.containers.len() =>
-            {
+        match self.measured() {
+            Some((pod_lens, ctr_lens)) => {
                 for (pod, len) in self.pods.iter().zip(pod_lens) {
                     encode_measured(1, pod, *len, buf);
                 }
@@ -104,7 +110,7 @@ impl prost::Message for SyncChunk<'_> {
                     encode_measured(2, ctr, *len, buf);
                 }
             }
-            _ => {
+            None => {
                 for pod in self.pods {
                     prost::encoding::message::encode(1, pod, buf);
                 }
@@ -129,17 +135,13 @@ impl prost::Message for SyncChunk<'_> {
     }
 
     fn encoded_len(&self) -> usize {
-        let lists = match self.lens {
-            Some((pod_lens, ctr_lens))
-                if pod_lens.len() == self.pods.len() && ctr_lens.len() == self.containers.len() =>
-            {
-                pod_lens
-                    .iter()
-                    .chain(ctr_lens)
-                    .map(|len| entry_len(*len))
-                    .sum()
-            }
-            _ => {
+        let lists = match self.measured() {
+            Some((pod_lens, ctr_lens)) => pod_lens
+                .iter()
+                .chain(ctr_lens)
+                .map(|len| entry_len(*len))
+                .sum(),
+            None => {
                 prost::encoding::message::encoded_len_repeated(1, self.pods)
                     + prost::encoding::message::encoded_len_repeated(2, self.containers)
             }
