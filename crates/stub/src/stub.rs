@@ -209,7 +209,7 @@ impl Stub {
             .open(RUNTIME_SERVICE_CONN)
             .map_err(|_| Error::Disconnected)?;
 
-        let (configured_tx, configured) = oneshot::channel();
+        let (configured_tx, mut configured) = oneshot::channel();
         let shutdown = Arc::new(Notify::new());
         let server = Arc::new((self.make_server)(SessionParts {
             identity: Arc::clone(&self.identity),
@@ -231,20 +231,28 @@ impl Stub {
             plugin_idx: self.identity.index.clone(),
             nri_version: PLUGIN_NRI_VERSION.to_string(),
         };
-        client
+        let registered = client
             .call_msg::<_, Empty>(
                 RUNTIME_SERVICE,
                 runtime_method::REGISTER_PLUGIN,
                 &request,
                 Some(self.registration_timeout),
             )
-            .await
-            .map_err(Error::Register)?;
+            .await;
+        if let Err(err) = registered {
+            // A runtime may send Configure before its registration reply, and
+            // drop the plugin as soon as Configure fails (NRI v0.9 does), so
+            // the reply never comes. The Configure failure is then the cause.
+            return Err(match configured.try_recv() {
+                Ok(Err(cause)) if !matches!(cause, Error::Disconnected) => cause,
+                _ => Error::Register(err),
+            });
+        }
 
         // The runtime configures the plugin next; no deadline, as in the Go stub.
         let outcome = tokio::select! {
             biased;
-            outcome = configured => outcome.unwrap_or(Err(Error::Disconnected)),
+            outcome = &mut configured => outcome.unwrap_or(Err(Error::Disconnected)),
             _ = mux.closed() => Err(Error::Disconnected),
         };
         match outcome {

@@ -26,6 +26,9 @@ pub const FAILING_CONTAINER: &str = "ctr-fails";
 pub enum Registration {
     Accept,
     Refuse,
+    /// Never answers the registration (a runtime that configures the plugin
+    /// before its registration reply is sent).
+    Hold,
 }
 
 /// The runtime side of one plugin connection.
@@ -59,6 +62,7 @@ impl FakeRuntime {
                         Registration::Refuse => {
                             Err(Status::invalid_argument("invalid plugin name: nope"))
                         }
+                        Registration::Hold => std::future::pending().await,
                     }
                 }
             },
