@@ -1333,8 +1333,8 @@ fn render_busy_poll(d: &mut String, res: &Results) {
          (`plugin_busy_poll`, the default on a machine with two or more CPUs) before its \
          thread sleeps in `epoll_wait`: the calling task looks at its reply, yields, and \
          tokio checks the sockets without blocking before it runs the task again. A reply \
-         that arrives meanwhile is taken without the thread being woken; after a reply \
-         slower than the window, the next call to that plugin waits at once. The scripted \
+         that arrives meanwhile is taken without the thread being woken; calls to a plugin \
+         poll only while most of its recent replies came within the window. The scripted \
          runtime's polling form above polls for every reply. Every Rust-runtime \
          figure above is with polling; here each 8-plugin case is run once more on our \
          runtime alone with it off (`-busy-poll-us 0`), and its runtime's CPU time per call \
@@ -2238,7 +2238,7 @@ of a long run, divided by the calls, 16 `sendto` each.)
   runtime makes.
 * **Not sleeping is what helps.** A call of our runtime now polls for its reply for up
   to 100 µs before its thread sleeps (`plugin_busy_poll`, "Polling for replies" above;
-  after a reply slower than that, the next call to the plugin does not poll):
+  calls to a plugin poll only while most of its recent replies came within it):
   the reply finds the thread awake, and neither the wake-up nor the cold start after it
   is paid. By hand on a quiet machine, four alternating rounds of 8 plugins each way
   (the same bench program, `-busy-poll-us 0` for off): minimal Rust plugins, median

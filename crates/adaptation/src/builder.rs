@@ -113,8 +113,8 @@ impl AdaptationBuilder {
     /// that take about the window or longer the effect varied from run to
     /// run (docs/PERFORMANCE.md, docs/PERFORMANCE-profile.md).
     /// The price is CPU time: up to the window per call, spent while the
-    /// plugin works; after a reply slower than the window, the next call to
-    /// that plugin does not poll. The default is [`DEFAULT_BUSY_POLL`] when the process
+    /// plugin works; calls to a plugin poll only while most of its recent
+    /// replies came within the window. The default is [`DEFAULT_BUSY_POLL`] when the process
     /// may use two or more CPUs, and zero when it has one, where the poller
     /// would compete with the plugin for the only core. Not in the
     /// reference; Go's scheduler polls for a while on its own before it

@@ -3,7 +3,7 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -36,30 +36,45 @@ pub(crate) async fn poll_until<T>(
     }
 }
 
-/// Whether a connection's next call polls: only if its previous response
-/// came within the window (or there was none yet). A peer slower than the
-/// window then costs one window of polling, not one per call, and polling
-/// resumes once a response is quick again.
+/// Whether a connection's next call polls: while most of its recent
+/// responses came within the window. The gate keeps a moving average of
+/// that share (each response weighs a quarter), polled calls and waited ones
+/// alike, and opens while it is at least a half.
+///
+/// A peer that answers quickly now and then but mostly has to be woken (a Go
+/// plugin whose threads went idle) thus is not polled for its odd quick
+/// answers: each poll in vain would cost a whole window of CPU that the
+/// peer's own threads need. A peer slower than the window costs a few
+/// windows of polling, not one per call, and polling resumes after a few
+/// quick responses in a row.
 #[derive(Debug)]
 pub(crate) struct Gate {
-    open: AtomicBool,
+    /// The moving share of quick responses, in units of 1/`ONE`.
+    quick: AtomicU32,
 }
+
+/// The fixed-point one of [`Gate::quick`].
+const ONE: u32 = 1 << 16;
 
 impl Gate {
     pub(crate) fn new() -> Gate {
         Gate {
-            open: AtomicBool::new(true),
+            quick: AtomicU32::new(ONE),
         }
     }
 
     pub(crate) fn is_open(&self) -> bool {
-        self.open.load(Ordering::Relaxed)
+        self.quick.load(Ordering::Relaxed) >= ONE / 2
     }
 
     /// A call's response (or its timeout) came `took` after its request
     /// was sent.
     pub(crate) fn record(&self, took: Duration, window: Duration) {
-        self.open.store(took <= window, Ordering::Relaxed);
+        // Calls on one connection rarely overlap; a lost update between two
+        // that do only nudges the average.
+        let old = self.quick.load(Ordering::Relaxed);
+        let hit = if took <= window { ONE / 4 } else { 0 };
+        self.quick.store(old - old / 4 + hit, Ordering::Relaxed);
     }
 }
 
@@ -67,24 +82,57 @@ impl Gate {
 mod tests {
     use super::*;
 
+    const WINDOW: Duration = Duration::from_micros(100);
+    const QUICK: Duration = Duration::from_micros(60);
+    const SLOW: Duration = Duration::from_micros(150);
+
     #[test]
-    fn a_slow_response_closes_the_gate_and_a_quick_one_opens_it() {
-        let window = Duration::from_micros(100);
+    fn slow_responses_close_the_gate_and_quick_ones_open_it() {
         let gate = Gate::new();
         assert!(gate.is_open(), "the first call polls");
-        gate.record(Duration::from_micros(60), window);
-        assert!(gate.is_open());
-        gate.record(Duration::from_micros(100), window);
+        gate.record(QUICK, WINDOW);
+        gate.record(WINDOW, WINDOW);
         assert!(gate.is_open(), "the window's own length is within it");
-        gate.record(Duration::from_micros(101), window);
-        assert!(
-            !gate.is_open(),
-            "after a slow response the next call waits at once"
-        );
-        gate.record(Duration::from_millis(5), window);
-        assert!(!gate.is_open());
-        gate.record(Duration::from_micros(30), window);
-        assert!(gate.is_open(), "a quick response brings polling back");
+        gate.record(SLOW, WINDOW);
+        gate.record(SLOW, WINDOW);
+        assert!(gate.is_open(), "two slow responses after quick ones");
+        gate.record(SLOW, WINDOW);
+        assert!(!gate.is_open(), "after three slow responses calls wait");
+        for _ in 0..20 {
+            gate.record(Duration::from_millis(5), WINDOW);
+        }
+        gate.record(QUICK, WINDOW);
+        gate.record(QUICK, WINDOW);
+        assert!(!gate.is_open(), "two quick responses are not yet enough");
+        gate.record(QUICK, WINDOW);
+        assert!(gate.is_open(), "three quick responses in a row reopen it");
+    }
+
+    #[test]
+    fn a_peer_mostly_slow_is_not_polled_for_its_odd_quick_response() {
+        let gate = Gate::new();
+        let mut polled = 0;
+        for call in 0..400 {
+            if gate.is_open() {
+                polled += 1;
+            }
+            // One response in four is quick, as with a peer that must
+            // mostly be woken.
+            let took = if call % 4 == 0 { QUICK } else { SLOW };
+            gate.record(took, WINDOW);
+        }
+        // Only the first few, while the average falls from its start.
+        assert!(polled <= 5, "polled {polled} of 400 calls");
+    }
+
+    #[test]
+    fn a_peer_mostly_quick_is_polled_through_its_odd_slow_response() {
+        let gate = Gate::new();
+        for call in 0..400 {
+            assert!(gate.is_open(), "call {call} did not poll");
+            let took = if call % 4 == 3 { SLOW } else { QUICK };
+            gate.record(took, WINDOW);
+        }
     }
 
     #[tokio::test]

@@ -214,10 +214,11 @@ impl Client {
     /// deadline. On a machine with one core the poller competes with the
     /// peer it waits for, so leave it off there.
     ///
-    /// A peer that is slower than the window is not polled for on every
-    /// call: after a call whose response took longer than the window, the
-    /// next call on the connection waits at once, and polling resumes after
-    /// a response that came within the window.
+    /// A call polls only while most recent responses on its connection came
+    /// within the window (a moving average in which each response weighs a
+    /// quarter). A peer slower than the window thus costs a few windows of
+    /// polling, not one per call; a peer that answers quickly only now and
+    /// then is not polled for; polling resumes after a few quick responses.
     ///
     /// ```
     /// use std::sync::Arc;
