@@ -153,8 +153,21 @@ async fn configure_with<P: Plugin>(
     Result<ConfigureResponse, nri_ttrpc::Error>,
     Option<Result<(), Error>>,
 ) {
+    configure_after(Registration::Accept, plugin, req).await
+}
+
+/// [`configure_with`], with the runtime answering the registration as `registration`
+/// says (Configure is sent once the registration has arrived, answered or not).
+async fn configure_after<P: Plugin>(
+    registration: Registration,
+    plugin: P,
+    req: ConfigureRequest,
+) -> (
+    Result<ConfigureResponse, nri_ttrpc::Error>,
+    Option<Result<(), Error>>,
+) {
     let (plugin_end, runtime_end) = socket_pair();
-    let mut rt = FakeRuntime::new(runtime_end, Registration::Accept);
+    let mut rt = FakeRuntime::new(runtime_end, registration);
     let stub = Stub::builder(plugin)
         .name("cfg")
         .index("05")
@@ -217,6 +230,29 @@ async fn configure_handler_error_fails_the_run() {
     assert_eq!(
         run_err.to_string(),
         "plugin configuration failed: bad configuration"
+    );
+}
+
+#[tokio::test]
+async fn configure_failure_before_the_registration_reply_is_the_reported_cause() {
+    // The runtime configures the plugin while its registration reply is still
+    // pending, then drops the plugin for the failed Configure: the reply never
+    // comes, and the run reports why the plugin was dropped.
+    let plugin = Configurable {
+        reply: Err("no such mode: turbo"),
+        implemented: EventMask::from_events(&[Event::CreateContainer]),
+    };
+    let (reply, outcome) = configure_after(Registration::Hold, plugin, configure_request()).await;
+    let refused = reply.unwrap_err();
+    assert!(
+        refused.to_string().contains("no such mode: turbo"),
+        "{refused}"
+    );
+    let err = outcome.expect("the run ended").unwrap_err();
+    assert!(matches!(err, Error::Configure(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "plugin configuration failed: no such mode: turbo"
     );
 }
 

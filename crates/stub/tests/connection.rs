@@ -128,62 +128,6 @@ async fn refused_registration_fails_the_run() {
     );
 }
 
-/// configure always fails.
-struct Unconfigurable;
-
-#[nri_stub::plugin]
-impl Plugin for Unconfigurable {
-    async fn configure(
-        &self,
-        _: &Context,
-        _: &nri_stub::ConfigureInfo,
-    ) -> nri_stub::HandlerResult<nri_stub::EventMask> {
-        Err("no such mode: turbo".into())
-    }
-
-    async fn create_container(
-        &self,
-        _: &Context,
-        _: &PodSandbox,
-        _: &Container,
-    ) -> nri_stub::HandlerResult<nri_stub::CreateContainerResult> {
-        Ok(Default::default())
-    }
-}
-
-#[tokio::test]
-async fn configure_failure_before_the_registration_reply_is_the_reported_cause() {
-    // The runtime configures the plugin while its registration reply is still
-    // pending, then drops the plugin for the failed Configure: the reply never
-    // comes, and the run reports why the plugin was dropped.
-    let (plugin_end, runtime_end) = socket_pair();
-    let mut rt = FakeRuntime::new(runtime_end, Registration::Hold);
-    let stub = Stub::builder(Unconfigurable)
-        .name("picky")
-        .index("03")
-        .connection(plugin_end)
-        .build()
-        .unwrap();
-    let run = tokio::spawn(async move { stub.run().await });
-    rt.registration().await;
-    let refused = rt.configure().await.unwrap_err();
-    assert!(
-        refused.to_string().contains("no such mode: turbo"),
-        "{refused}"
-    );
-    rt.disappear();
-    let err = tokio::time::timeout(WAIT, run)
-        .await
-        .expect("run did not end")
-        .unwrap()
-        .unwrap_err();
-    assert!(matches!(err, Error::Configure(_)), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        "plugin configuration failed: no such mode: turbo"
-    );
-}
-
 #[tokio::test]
 async fn given_connection_serves_one_run_only() {
     let (plugin_end, runtime_end) = socket_pair();
