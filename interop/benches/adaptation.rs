@@ -668,10 +668,10 @@ struct LoadPair {
 
 /// The raw chains: the CreateContainer cases without any protocol.
 struct RawChains {
-    /// Bytes per hop, out and back, of a test plugin's and a minimal
-    /// plugin's call.
-    test_bytes: (usize, usize),
-    min_bytes: (usize, usize),
+    /// Bytes, out and back, of the first and the last hop of a test
+    /// plugin's and a minimal plugin's chain.
+    test_bytes: ((usize, usize), (usize, usize)),
+    min_bytes: ((usize, usize), (usize, usize)),
     one_test: hop::Latency,
     many_test: hop::Latency,
     many_min: hop::Latency,
@@ -680,20 +680,26 @@ struct RawChains {
 impl RawChains {
     fn measure(counts: Counts) -> RawChains {
         use nri_interop::bench::{
-            create_request, create_trunk_bytes, min_plugin_reply, test_plugin_reply,
+            chain_requests, create_request, create_trunk_bytes, min_plugin_reply, test_plugin_reply,
         };
-        let request = create_request(1);
-        let test: Vec<_> = (0..MANY)
-            .map(|i| create_trunk_bytes(&request, &test_plugin_reply(i)))
-            .collect();
-        let min: Vec<_> = (0..MANY)
-            .map(|i| create_trunk_bytes(&request, &min_plugin_reply(i)))
-            .collect();
+        // Each hop with the bytes of that plugin's call: its request carries
+        // the earlier plugins' adjustments, as a runtime sends it.
+        let hops = |reply: fn(usize) -> nri_api::CreateContainerResponse| {
+            let replies: Vec<_> = (0..MANY).map(reply).collect();
+            let requests =
+                chain_requests(create_request(1), &replies).expect("the bench replies merge");
+            requests
+                .iter()
+                .zip(&replies)
+                .map(|(req, reply)| create_trunk_bytes(req, reply))
+                .collect::<Vec<_>>()
+        };
+        let (test, min) = (hops(test_plugin_reply), hops(min_plugin_reply));
         let (n, warmup) = (counts.create, counts.create / 10);
         eprintln!("adaptation bench: raw chains ...");
         RawChains {
-            test_bytes: test[0],
-            min_bytes: min[0],
+            test_bytes: (test[0], test[MANY - 1]),
+            min_bytes: (min[0], min[MANY - 1]),
             one_test: hop::summarize(raw_chain::measure(1, &test, n, warmup)),
             many_test: hop::summarize(raw_chain::measure(MANY, &test, n, warmup)),
             many_min: hop::summarize(raw_chain::measure(MANY, &min, n, warmup)),
@@ -1061,13 +1067,22 @@ fn render_create(d: &mut String, res: &Results, counts: Counts) {
         d,
         "The physical limit of each case is its **raw chain**, measured in the same run: one \
          process standing for the runtime and one per plugin, each hop a blocking echo over a \
-         Unix socket pair of the bytes the real call puts on the trunk (request {} / reply {} \
-         bytes per test plugin, {} / {} per minimal plugin, mux and ttRPC headers included), \
-         plugin after plugin, with no protocol at all. R/raw and G/raw are each runtime's \
+         Unix socket pair of the bytes the real call puts on the trunk, plugin after plugin, with \
+         no protocol at all. Each plugin's request carries the earlier plugins' adjustments, as \
+         a runtime sends it, so the requests grow along the chain: with {MANY} test plugins \
+         from {} bytes out and {} back at the first hop to {} / {} at the last, with minimal \
+         plugins from {} / {} to {} / {}, mux and ttRPC headers included. R/raw and G/raw are each runtime's \
          median over its raw chain's; target for 8 plugins with our runtime: R/raw ≤ \
          {RAW_CHAIN_TARGET}. Where the time between the two goes (system calls per hop, \
          CPU samples): [PERFORMANCE-profile.md](PERFORMANCE-profile.md).\n",
-        res.raw.test_bytes.0, res.raw.test_bytes.1, res.raw.min_bytes.0, res.raw.min_bytes.1,
+        res.raw.test_bytes.0 .0,
+        res.raw.test_bytes.0 .1,
+        res.raw.test_bytes.1 .0,
+        res.raw.test_bytes.1 .1,
+        res.raw.min_bytes.0 .0,
+        res.raw.min_bytes.0 .1,
+        res.raw.min_bytes.1 .0,
+        res.raw.min_bytes.1 .1,
     );
     let _ = writeln!(
         d,
@@ -1214,9 +1229,12 @@ The same plugins behind the smallest runtime possible, measured in the same run 
          our bench program: as many fresh processes of the same plugin binary with the same \
          configurations, registered by a **scripted runtime** (a bare listener that answers \
          RegisterPlugin and sends Configure and Synchronize as frames encoded in advance), \
-         then per call one CreateContainer request encoded in advance, only its stream id \
-         written in, sent to each plugin in turn, each reply read to its end (one read takes \
+         then per call each plugin in turn sent its CreateContainer request encoded in \
+         advance, only its stream id written in, each reply read to its end (one read takes \
          what the socket holds) and not decoded: no mux, no ttRPC, no adaptation, no merge. \
+         Each plugin's request is the one a runtime sends it, with the earlier plugins' \
+         adjustments (recorded in one call before the others, its replies decoded and \
+         merged), so a plugin decodes the same request under both runtimes. \
          It runs three times on the same plugins: with **blocking** reads and writes; on the \
          **event loop** (the sockets non-blocking and registered with tokio for reading, as \
          our runtime's are, each reply awaited in `epoll_wait` from a spawned task), the way \

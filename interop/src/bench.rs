@@ -65,6 +65,34 @@ pub fn min_plugin_reply(i: usize) -> CreateContainerResponse {
     }
 }
 
+/// The CreateContainer request each plugin of a chain gets from a runtime:
+/// `first` for the first plugin, then for each next one `first` with the
+/// earlier plugins' `replies` applied in order, as the adaptation merges
+/// them (every plugin sees the changes of those before it).
+///
+/// ```
+/// use nri_interop::bench::{chain_requests, create_request, min_plugin_reply};
+///
+/// let replies: Vec<_> = (0..3).map(min_plugin_reply).collect();
+/// let requests = chain_requests(create_request(1), &replies).unwrap();
+/// let seen = |r: &nri_api::CreateContainerRequest| r.container.as_ref().unwrap().annotations.len();
+/// assert_eq!(requests.iter().map(seen).collect::<Vec<_>>(), [0, 1, 2]);
+/// ```
+pub fn chain_requests(
+    first: CreateContainerRequest,
+    replies: &[CreateContainerResponse],
+) -> Result<Vec<CreateContainerRequest>, String> {
+    let mut result = nri_adaptation::CreateResult::new(first);
+    let mut requests = Vec::with_capacity(replies.len());
+    for (i, reply) in replies.iter().enumerate() {
+        requests.push(result.request().clone());
+        result
+            .apply(&format!("{i:02}-bench{i}"), reply.clone())
+            .map_err(|e| format!("reply of plugin {i}: {e}"))?;
+    }
+    Ok(requests)
+}
+
 /// The bytes one plugin's CreateContainer call puts on the trunk: the
 /// request out and the reply back, each with its mux and ttRPC headers.
 pub fn create_trunk_bytes(

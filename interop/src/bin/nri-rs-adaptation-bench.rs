@@ -738,7 +738,7 @@ impl Script {
         conn.set_nonblocking(false)
             .and_then(|()| conn.set_read_timeout(Some(Duration::from_secs(10))))
             .map_err(|e| format!("socket: {e}"))?;
-        let register = read_frame(conn, nri_mux::RUNTIME_SERVICE_CONN, None)?;
+        let (register, _) = read_frame(conn, nri_mux::RUNTIME_SERVICE_CONN, None)?;
         // An empty response envelope: status OK, empty reply.
         let mut out = mux_frame(
             nri_mux::RUNTIME_SERVICE_CONN,
@@ -764,13 +764,16 @@ impl Script {
 }
 
 /// The smallest runtime a chain of plugins can have: plugins registered by
-/// a [`Script`], then per call one CreateContainer request encoded in
-/// advance (only its stream id written in) sent to each plugin in turn,
-/// with blocking calls, each reply read up to its end and not decoded.
+/// a [`Script`], then per call each plugin in turn sent its CreateContainer
+/// request encoded in advance (only its stream id written in), with
+/// blocking calls, each reply read up to its end and not decoded. Each
+/// plugin's request is the one a runtime sends it, the earlier plugins'
+/// adjustments included: recorded in one call before the measured ones.
 struct ScriptedChain {
     conns: Vec<std::os::unix::net::UnixStream>,
-    /// The request frame; its ttRPC stream id is at [`STREAM_ID_AT`].
-    frame: Vec<u8>,
+    /// Each plugin's request frame; the ttRPC stream id is at
+    /// [`STREAM_ID_AT`].
+    frames: Vec<Vec<u8>>,
     next_id: u32,
     pending: Vec<Pending>,
     plugins: Plugins,
@@ -802,25 +805,50 @@ impl ScriptedChain {
                 .map_err(|e| format!("chain {i}: {e}"))?;
             conns.push(conn);
         }
-        let envelope = nri_ttrpc::proto::Request {
-            service: PLUGIN_SERVICE.into(),
-            method: method::CREATE_CONTAINER.into(),
-            payload: create_request(0).encode_to_vec(),
-            timeout_nano: 2_000_000_000,
-            metadata: Vec::new(),
+        // One call as a runtime makes it, each reply decoded and merged, so
+        // that each plugin's frame holds the request it gets from a runtime.
+        let id = script.next_stream_id();
+        let mut result = nri_adaptation::CreateResult::new(create_request(0));
+        let mut frames = Vec::with_capacity(count);
+        for (i, conn) in conns.iter_mut().enumerate() {
+            use std::io::Write;
+            let envelope = nri_ttrpc::proto::Request {
+                service: PLUGIN_SERVICE.into(),
+                method: method::CREATE_CONTAINER.into(),
+                payload: result.request().encode_to_vec(),
+                timeout_nano: 2_000_000_000,
+                metadata: Vec::new(),
+            }
+            .encode_to_vec();
+            let frame = mux_frame(
+                nri_mux::PLUGIN_SERVICE_CONN,
+                id,
+                nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
+                &envelope,
+            )?;
+            conn.write_all(&frame)
+                .map_err(|e| format!("chain {i}: write: {e}"))?;
+            let (_, body) = read_frame(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id))?;
+            let reply = nri_ttrpc::proto::Response::decode(&body[..])
+                .map_err(|e| format!("chain {i}: reply: {e}"))?;
+            if let Some(status) = reply.status.filter(|s| s.code != 0) {
+                return Err(format!(
+                    "chain {i}: CreateContainer failed: {}",
+                    status.message
+                ));
+            }
+            let reply = nri_api::CreateContainerResponse::decode(&reply.payload[..])
+                .map_err(|e| format!("chain {i}: reply: {e}"))?;
+            result
+                .apply(&format!("{i:02}-chain{i}"), reply)
+                .map_err(|e| format!("chain {i}: merge: {e}"))?;
+            frames.push(frame);
         }
-        .encode_to_vec();
-        let frame = mux_frame(
-            nri_mux::PLUGIN_SERVICE_CONN,
-            0,
-            nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
-            &envelope,
-        )?;
         Ok(ScriptedChain {
             pending: conns.iter().map(|_| Pending::new()).collect(),
             conns,
-            frame,
-            next_id: script.next_stream_id(),
+            frames,
+            next_id: id + 2,
             plugins,
         })
     }
@@ -830,10 +858,10 @@ impl ScriptedChain {
     /// frames taken from the buffer), but in blocking reads.
     fn call(&mut self) -> Result<(), Failure> {
         use std::io::{Read, Write};
-        let id = next_request(&mut self.frame, &mut self.next_id);
-        for (conn, pending) in self.conns.iter_mut().zip(&mut self.pending) {
-            conn.write_all(&self.frame)
-                .map_err(|e| format!("write: {e}"))?;
+        let id = next_request(&mut self.frames, &mut self.next_id);
+        let calls = self.conns.iter_mut().zip(&mut self.pending);
+        for ((conn, pending), frame) in calls.zip(&self.frames) {
+            conn.write_all(frame).map_err(|e| format!("write: {e}"))?;
             while !pending.take_reply(id)? {
                 let n = conn
                     .read(pending.spare())
@@ -845,12 +873,14 @@ impl ScriptedChain {
     }
 }
 
-/// Writes the next client stream id (odd, counting by two) into the
-/// request `frame` and returns it.
-fn next_request(frame: &mut [u8], next_id: &mut u32) -> u32 {
+/// Writes the next client stream id (odd, counting by two) into every
+/// request frame of `frames` and returns it.
+fn next_request(frames: &mut [Vec<u8>], next_id: &mut u32) -> u32 {
     let id = *next_id;
     *next_id += 2;
-    frame[STREAM_ID_AT..STREAM_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
+    for frame in frames {
+        frame[STREAM_ID_AT..STREAM_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
+    }
     id
 }
 
@@ -914,7 +944,7 @@ impl Pending {
 /// meanwhile must wait for it.
 struct EventLoopChain {
     conns: Vec<nri_mux::UnixTrunk>,
-    frame: Vec<u8>,
+    frames: Vec<Vec<u8>>,
     next_id: u32,
     pending: Vec<Pending>,
     plugins: Plugins,
@@ -925,7 +955,7 @@ impl EventLoopChain {
     fn from_blocking(chain: ScriptedChain) -> Result<EventLoopChain, Failure> {
         let ScriptedChain {
             conns,
-            frame,
+            frames,
             next_id,
             pending,
             plugins,
@@ -937,7 +967,7 @@ impl EventLoopChain {
             .map_err(|e| format!("event-loop chain: {e}"))?;
         Ok(EventLoopChain {
             conns,
-            frame,
+            frames,
             next_id,
             pending,
             plugins,
@@ -978,9 +1008,10 @@ impl EventLoopChain {
     /// without blocking) before the chain waits to be woken.
     async fn call(&mut self, poll: Duration) -> Result<(), Failure> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let id = next_request(&mut self.frame, &mut self.next_id);
-        for (conn, pending) in self.conns.iter_mut().zip(&mut self.pending) {
-            conn.write_all(&self.frame)
+        let id = next_request(&mut self.frames, &mut self.next_id);
+        let calls = self.conns.iter_mut().zip(&mut self.pending);
+        for ((conn, pending), frame) in calls.zip(&self.frames) {
+            conn.write_all(frame)
                 .await
                 .map_err(|e| format!("write: {e}"))?;
             let sent = Instant::now();
@@ -1083,12 +1114,14 @@ fn mux_frame(conn: u32, stream_id: u32, kind: u8, body: &[u8]) -> Result<Vec<u8>
 }
 
 /// Reads frames until one for `conn` (with ttRPC stream id `stream`, if
-/// given) and returns its stream id; other frames are skipped.
+/// given) and returns its stream id and ttRPC message body; other frames
+/// are skipped. Every message is expected in one mux frame (the scripted
+/// runtime's messages and the plugins' replies are small).
 fn read_frame(
     conn: &mut std::os::unix::net::UnixStream,
     want_conn: u32,
     stream: Option<u32>,
-) -> Result<u32, Failure> {
+) -> Result<(u32, Vec<u8>), Failure> {
     use std::io::Read;
     loop {
         let mut head = [0u8; nri_mux::HEADER_LEN + nri_ttrpc::frame::HEADER_LEN];
@@ -1103,11 +1136,17 @@ fn read_frame(
         let body = len
             .checked_sub(nri_ttrpc::frame::HEADER_LEN)
             .ok_or("mux frame shorter than a ttRPC header")?;
-        let mut skip = vec![0u8; body];
-        conn.read_exact(&mut skip)
+        let mut message = vec![0u8; body];
+        conn.read_exact(&mut message)
             .map_err(|e| format!("read frame: {e}"))?;
+        if ttrpc.length as usize != body {
+            return Err(format!(
+                "a ttRPC message of {} bytes in a mux frame of {body}",
+                ttrpc.length
+            ));
+        }
         if id == want_conn && stream.is_none_or(|s| s == ttrpc.stream_id) {
-            return Ok(ttrpc.stream_id);
+            return Ok((ttrpc.stream_id, message));
         }
     }
 }
