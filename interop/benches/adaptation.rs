@@ -226,6 +226,11 @@ struct Counts {
 }
 
 impl Counts {
+    /// Measured CreateContainer calls in each round of a case.
+    fn create_per_round(self) -> usize {
+        (self.create / CREATE_ROUNDS).max(1)
+    }
+
     fn from_env() -> Counts {
         let quick = std::env::var("NRI_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
         let create = std::env::var("NRI_ADAPTATION_BENCH_ITERS")
@@ -294,7 +299,16 @@ struct Pair {
     plugin: Plugin,
     rust: Report,
     go: Report,
+    /// When the case ran in rounds: every round's median R/G, in order
+    /// (`rust` and `go` are the round with the median of these).
+    round_ratios: Vec<f64>,
 }
+
+/// Rounds of each CreateContainer case. A disturbance of the machine that
+/// hits one runtime's run and not the other's moves a single run's R/G by
+/// a fifth or more; the round with the median R/G of three does not hang
+/// on one such run.
+const CREATE_ROUNDS: usize = 3;
 
 /// Runs one case on our runtime, then on Go's.
 fn pair(progs: &Programs, plugins: usize, plugin: Plugin, args: &[String]) -> Pair {
@@ -307,6 +321,50 @@ fn pair(progs: &Programs, plugins: usize, plugin: Plugin, args: &[String]) -> Pa
         plugin,
         rust: run(progs, Runtime::Rust, plugin, args),
         go: run(progs, Runtime::Go, plugin, args),
+        round_ratios: Vec::new(),
+    }
+}
+
+/// Runs one CreateContainer case `rounds` times, both runtimes each round,
+/// which of them goes first switching from round to round (so a trend over
+/// the rounds weighs on both alike), and keeps the round whose median R/G
+/// is the median of all rounds'.
+fn pair_rounds(
+    progs: &Programs,
+    plugins: usize,
+    plugin: Plugin,
+    args: &[String],
+    rounds: usize,
+) -> Pair {
+    let mut runs = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        eprintln!(
+            "adaptation bench: {args:?}, {plugins} plugin(s), {}, round {} of {rounds} ...",
+            plugin.label(),
+            round + 1
+        );
+        let (rust, go) = if round % 2 == 0 {
+            let rust = run(progs, Runtime::Rust, plugin, args);
+            (rust, run(progs, Runtime::Go, plugin, args))
+        } else {
+            let go = run(progs, Runtime::Go, plugin, args);
+            (run(progs, Runtime::Rust, plugin, args), go)
+        };
+        runs.push((rust, go));
+    }
+    let ratio = |(rust, go): &(Report, Report)| {
+        lat(rust, |r| r.create).median_us / lat(go, |r| r.create).median_us
+    };
+    let round_ratios: Vec<f64> = runs.iter().map(ratio).collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&a, &b| round_ratios[a].total_cmp(&round_ratios[b]));
+    let (rust, go) = runs.swap_remove(order[order.len() / 2]);
+    Pair {
+        plugins,
+        plugin,
+        rust,
+        go,
+        round_ratios,
     }
 }
 
@@ -490,7 +548,8 @@ fn main() {
         ]),
     };
 
-    let n = counts.create.to_string();
+    let n = counts.create_per_round().to_string();
+    // The warm-up of a whole case's worth of calls, in every round.
     let warmup = (counts.create / 10).to_string();
     let reg = counts.registrations.to_string();
     let mut creates = Vec::new();
@@ -513,7 +572,13 @@ fn main() {
                 "-registrations",
                 &reg,
             ];
-            creates.push(pair(&progs, plugins, plugin, &strings(&args)));
+            creates.push(pair_rounds(
+                &progs,
+                plugins,
+                plugin,
+                &strings(&args),
+                CREATE_ROUNDS,
+            ));
             if plugins == MANY {
                 // Our runtime again, its calls waiting to be woken at once.
                 let mut off = strings(&args);
@@ -1051,12 +1116,16 @@ fn render_create(d: &mut String, res: &Results, counts: Counts) {
     let _ = writeln!(d, "## CreateContainer latency\n");
     let _ = writeln!(
         d,
-        "{} measured calls per case (after {} warm-up calls). Every plugin is an external \
+        "{CREATE_ROUNDS} rounds of {} measured calls per case (after {} warm-up calls), each \
+         round both runtimes one after the other, which goes first switching from round to \
+         round; each row shows the round whose median R/G is the median of the case's rounds \
+         (every round's R/G is in the last column), so that one run disturbed by the machine \
+         does not decide a row. Every plugin is an external \
          process connected to the runtime's socket, subscribed to CreateContainer only, and \
          answers with one annotation (test plugins: and one environment variable) of its own; \
          the call returns the merged adjustment (checked on every call). Each runtime was \
          measured with the same plugin binary, so a row compares the runtimes alone.\n",
-        counts.create,
+        counts.create_per_round(),
         counts.create / 10
     );
     let _ = writeln!(
@@ -1099,9 +1168,12 @@ fn render_create(d: &mut String, res: &Results, counts: Counts) {
     );
     let _ = writeln!(
         d,
-        "| plugins | plugin side | Rust runtime median | p99 | Go runtime median | p99 | median R/G | p99 R/G | R/raw | G/raw | target |"
+        "| plugins | plugin side | Rust runtime median | p99 | Go runtime median | p99 | median R/G | p99 R/G | R/raw | G/raw | target | median R/G of each round |"
     );
-    let _ = writeln!(d, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        d,
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    );
     for p in &res.creates {
         let (r, g) = (lat(&p.rust, |r| r.create), lat(&p.go, |r| r.create));
         let (rm, rp) = (r.median_us / g.median_us, r.p99_us / g.p99_us);
@@ -1114,7 +1186,7 @@ fn render_create(d: &mut String, res: &Results, counts: Counts) {
         };
         let _ = writeln!(
             d,
-            "| {} | {} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs | {rm:.2} | {rp:.2} | {rr:.1} | {gr:.1} | median {}, p99 {}{raw_target} |",
+            "| {} | {} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs | {rm:.2} | {rp:.2} | {rr:.1} | {gr:.1} | median {}, p99 {}{raw_target} | {} |",
             p.plugins,
             p.plugin.label(),
             r.median_us,
@@ -1123,6 +1195,11 @@ fn render_create(d: &mut String, res: &Results, counts: Counts) {
             g.p99_us,
             met(rm <= LATENCY_TARGET),
             met(rp <= LATENCY_TARGET),
+            p.round_ratios
+                .iter()
+                .map(|x| format!("{x:.2}"))
+                .collect::<Vec<_>>()
+                .join(", "),
         );
     }
     render_create_cpu(d, res);
