@@ -42,7 +42,8 @@
 //! `NRI_BENCH_QUICK=1` runs every case with few iterations (a check that the
 //! bench works; it still writes the document, marked as a quick run).
 //! `NRI_ADAPTATION_BENCH_ITERS` sets the CreateContainer calls per case
-//! (default 3000). `NRI_BENCH_ONLY=wasm` runs only the WebAssembly case and
+//! (default 3000, split over the case's three rounds, each runtime making
+//! them in every round). `NRI_BENCH_ONLY=wasm` runs only the WebAssembly case and
 //! prints its section without writing the document.
 
 use std::collections::BTreeMap;
@@ -910,7 +911,7 @@ fn render(
         "```sh\nCARGO_TARGET_DIR=target cargo bench -p nri-interop --bench adaptation\n\
          NRI_BENCH_QUICK=1 cargo bench -p nri-interop --bench adaptation   # a quick check\n```\n\n\
          Needs the Go toolchain (see `interop/README.md`); `NRI_ADAPTATION_BENCH_ITERS` sets \
-         the CreateContainer calls per case. The command rewrites this file. The full run \
+         the CreateContainer calls per case, split over its rounds. The command rewrites this file. The full run \
          takes a few minutes on 2 cores after building."
     );
     d
