@@ -94,9 +94,15 @@ pub fn wait_for_events(
             return Ok(events);
         }
         if start.elapsed() >= timeout {
+            // What a plugin that failed logged says why: its errors' text.
+            let errors: Vec<&str> = events
+                .iter()
+                .filter_map(|e| e.get("error").and_then(Value::as_str))
+                .filter(|e| !e.is_empty())
+                .collect();
             return Err(HarnessError::Timeout {
                 what: format!(
-                    "events in {} (have {:?})",
+                    "events in {} (have {:?}, errors {errors:?})",
                     path.display(),
                     event_names(&events)
                 ),
@@ -135,6 +141,22 @@ mod tests {
         assert_eq!(event_names(&events), ["Configure"]);
         let err = wait_for_events(&log, Duration::from_millis(30), |e| e.len() > 1).unwrap_err();
         assert!(err.to_string().contains("Configure"), "{err}");
+    }
+
+    #[test]
+    fn a_timeout_tells_what_the_plugin_logged_as_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("events.jsonl");
+        fs::write(
+            &log,
+            "{\"event\":\"error\",\"error\":\"start: failed to register\"}\n",
+        )
+        .unwrap();
+        let err = wait_for_events(&log, Duration::from_millis(30), |e| e.len() > 1).unwrap_err();
+        assert!(
+            err.to_string().contains("start: failed to register"),
+            "{err}"
+        );
     }
 
     #[test]

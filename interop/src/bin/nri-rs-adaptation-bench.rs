@@ -24,7 +24,9 @@
 //!   and its own `VmRSS` once every adjustment shows, times `-n`
 //!   CreateContainer calls, reads its own `VmRSS` again; then times as many
 //!   calls through the same number of fresh plugins from a scripted runtime
-//!   (a request encoded in advance, replies read and not decoded), first
+//!   (each plugin's request encoded in advance, as recorded in one call
+//!   that decodes and merges the replies, so it carries the earlier
+//!   plugins' adjustments; replies read and not decoded), first
 //!   with blocking reads and writes, then with the same sockets on the event
 //!   loop; CPU time per call is read around each of the three.
 //! * `lifecycle`: `-plugins` plugins subscribed to CreateContainer,
