@@ -93,19 +93,32 @@ pub fn chain_requests(
     Ok(requests)
 }
 
+/// The ttRPC envelope of a CreateContainer call to a plugin, as the bench
+/// runtimes send it (a 2 s timeout, no metadata).
+///
+/// ```
+/// use nri_interop::bench::{create_envelope, create_request};
+///
+/// let envelope = create_envelope(&create_request(1));
+/// assert_eq!(envelope.method, "CreateContainer");
+/// ```
+pub fn create_envelope(request: &CreateContainerRequest) -> proto::Request {
+    proto::Request {
+        service: PLUGIN_SERVICE.into(),
+        method: plugin::CREATE_CONTAINER.into(),
+        payload: request.encode_to_vec(),
+        timeout_nano: 2_000_000_000,
+        metadata: Vec::new(),
+    }
+}
+
 /// The bytes one plugin's CreateContainer call puts on the trunk: the
 /// request out and the reply back, each with its mux and ttRPC headers.
 pub fn create_trunk_bytes(
     request: &CreateContainerRequest,
     reply: &CreateContainerResponse,
 ) -> (usize, usize) {
-    let req = proto::Request {
-        service: PLUGIN_SERVICE.into(),
-        method: plugin::CREATE_CONTAINER.into(),
-        payload: request.encode_to_vec(),
-        timeout_nano: 2_000_000_000,
-        metadata: Vec::new(),
-    };
+    let req = create_envelope(request);
     let resp = proto::Response {
         status: Some(proto::Status::default()),
         payload: reply.encode_to_vec(),

@@ -67,7 +67,7 @@ use nri_api::{
     Container, ContainerEviction, ContainerState, ContainerUpdate, PodSandbox,
     RemoveContainerRequest, StartContainerRequest, StopContainerRequest,
 };
-use nri_interop::bench::{create_request, proc_stat, status_kib};
+use nri_interop::bench::{create_envelope, create_request, proc_stat, status_kib};
 use prost::Message;
 use serde::Serialize;
 use serde_json::json;
@@ -789,7 +789,6 @@ impl ScriptedChain {
     /// Starts `count` plugins as `bench` would (same binary, same
     /// configurations) on a socket of their own and registers them.
     async fn start(bench: &Bench, count: usize) -> Result<ScriptedChain, Failure> {
-        use nri_api::service::{plugin as method, PLUGIN_SERVICE};
         let socket = bench.dir.path().join("chain.sock");
         let listener = tokio::net::UnixListener::bind(&socket)
             .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
@@ -814,14 +813,7 @@ impl ScriptedChain {
         let mut frames = Vec::with_capacity(count);
         for (i, conn) in conns.iter_mut().enumerate() {
             use std::io::Write;
-            let envelope = nri_ttrpc::proto::Request {
-                service: PLUGIN_SERVICE.into(),
-                method: method::CREATE_CONTAINER.into(),
-                payload: result.request().encode_to_vec(),
-                timeout_nano: 2_000_000_000,
-                metadata: Vec::new(),
-            }
-            .encode_to_vec();
+            let envelope = create_envelope(result.request()).encode_to_vec();
             let frame = mux_frame(
                 nri_mux::PLUGIN_SERVICE_CONN,
                 id,
