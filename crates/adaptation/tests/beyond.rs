@@ -1,7 +1,7 @@
 //! The options that go beyond the reference (docs/beyond-the-reference.md):
 //! each with its default (the reference's behaviour) and with it set.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

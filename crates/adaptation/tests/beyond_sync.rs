@@ -3,7 +3,7 @@
 //! request timeouts asked for by plugins. Each with its default (the
 //! reference's behaviour) and with it set.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

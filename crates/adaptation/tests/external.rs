@@ -2,7 +2,7 @@
 //! registration, configure, synchronize, every event, ordering and merging,
 //! error handling, validation, unsolicited updates and stop.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! peers: StateChange-only plugins, invalid registrations, plugins that
 //! never register or do not understand split synchronization.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -27,7 +27,7 @@
 //! overlap its synchronization, so late joiners are not checked for
 //! completeness before their first event.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;

@@ -5,7 +5,7 @@
 //! reference in `interop/tests/wasm_plugins.rs`.
 #![cfg(feature = "wasm")]
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

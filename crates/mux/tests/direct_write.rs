@@ -2,7 +2,7 @@
 //! writing task itself; everything else still goes through the writer task. Checked
 //! on the socket: what the peer can read, in what order, and when.
 
-mod common;
+use crate::common;
 
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;

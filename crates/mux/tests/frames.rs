@@ -1,6 +1,6 @@
 //! The exact frames a `MuxConn` puts on the trunk.
 
-mod common;
+use crate::common;
 
 use common::{pattern, read_frame, within};
 use nri_mux::{Mux, MuxOptions};

@@ -1,6 +1,6 @@
 //! Closing, failures and flow control.
 
-mod common;
+use crate::common;
 
 use std::io;
 use std::pin::Pin;

@@ -1,6 +1,6 @@
 //! Data flow through the mux: round trips, byte-stream reads, conn table behaviour.
 
-mod common;
+use crate::common;
 
 use common::{pattern, send_frame, within};
 use nri_mux::{Mux, MuxError, MuxOptions, PLUGIN_SERVICE_CONN, RUNTIME_SERVICE_CONN};

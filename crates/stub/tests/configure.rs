@@ -1,7 +1,7 @@
 //! Subscription at Configure: the implemented-events mask written by the macro, the
 //! checks on the mask the plugin asks for, and old runtimes.
 
-mod support;
+use crate::support;
 
 use nri_api::service::plugin as method;
 use nri_api::*;
@@ -90,8 +90,11 @@ fn plugin_without_handlers_is_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "plugin configure::Nothing does not implement any NRI request handlers: is \
-         `#[nri_stub::plugin]` missing on its `impl Plugin` block?"
+        format!(
+            "plugin {} does not implement any NRI request handlers: is \
+             `#[nri_stub::plugin]` missing on its `impl Plugin` block?",
+            std::any::type_name::<Nothing>()
+        )
     );
 }
 

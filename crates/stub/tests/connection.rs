@@ -1,7 +1,7 @@
 //! Connection handling: registration failures, the runtime going away, running again,
 //! and dialling the runtime's socket.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! configuration, split synchronization, every event (dedicated RPCs and StateChange),
 //! an unsolicited update, and shutdown.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

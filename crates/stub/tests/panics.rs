@@ -2,7 +2,7 @@
 //! location, the plugin keeps serving, and a panic in `configure` ends the run
 //! with an error that carries them.
 
-mod support;
+use crate::support;
 
 use nri_api::service::plugin as method;
 use nri_api::*;

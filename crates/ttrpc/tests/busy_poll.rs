@@ -1,7 +1,7 @@
 //! Calls of a client that polls for its responses before it waits
 //! (`Client::with_busy_poll`).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

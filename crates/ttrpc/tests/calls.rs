@@ -1,6 +1,6 @@
 //! Client and server talking to each other.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The client against a hand-played server: exact bytes on the wire.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

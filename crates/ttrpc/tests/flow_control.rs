@@ -6,7 +6,7 @@
 //! long sleep then returns only once every task is idle, which is how they
 //! wait until the server has taken everything it is going to take.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! request by the calling task, a server's reply by the connection's task when the
 //! handler completes at once. Handlers that wait still run in tasks of their own.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::pin::pin;

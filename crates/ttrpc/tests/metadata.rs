@@ -1,7 +1,7 @@
 //! Request metadata sent by the client: exact bytes on the wire, and a round
 //! trip through our server to a handler.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! The server against a hand-played client: exact behaviour per frame.
 
-mod common;
+use crate::common;
 
 use common::*;
 use nri_ttrpc::frame::{FrameHeader, MESSAGE_TYPE_DATA, MESSAGE_TYPE_REQUEST};
