@@ -27,8 +27,9 @@ pub struct RequestContext {
     /// The called method.
     pub method: String,
     /// When the caller gives up, from the request's `timeout_nano` (counted
-    /// from the moment the request was read). `None` without a timeout. The
-    /// server answers `DeadlineExceeded` if the handler runs past it.
+    /// from the moment the request was read). `None` without a timeout. A
+    /// handler still running then is dropped, and the request left unanswered
+    /// (the caller has timed out).
     pub deadline: Option<Instant>,
     /// Request metadata, in wire order.
     pub metadata: Vec<(String, String)>,

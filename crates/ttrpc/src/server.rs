@@ -63,8 +63,13 @@ type Route =
 ///
 /// * unknown service: status `Unimplemented`, message `service {name}`;
 ///   unknown method: `Unimplemented`, `method {name}`;
-/// * a request whose `timeout_nano` passes while its handler runs is answered
-///   with `DeadlineExceeded` (`context deadline exceeded`);
+/// * a request whose `timeout_nano` passes while its handler runs is not
+///   answered: the handler is dropped and its slot freed, and the caller's
+///   own timeout ends the call. Go's server sends nothing for a handler that
+///   does not return either; a `DeadlineExceeded` status sent at that moment
+///   would race the caller's timer, and containerd's NRI treats the two
+///   differently (a timeout drops the plugin and the request goes on without
+///   it; a status fails the request);
 /// * a request larger than [`MAX_MESSAGE_LEN`] is discarded unread and
 ///   answered with `ResourceExhausted`; a response that would be larger is
 ///   replaced by a `ResourceExhausted` status;
@@ -469,11 +474,15 @@ impl Connection {
                 Some(deadline) => match tokio::time::timeout_at(deadline, call).await {
                     Ok(result) => result,
                     Err(_) => {
-                        tracing::debug!(stream_id = id, "ttrpc server: handler deadline exceeded");
-                        Err(Status::new(
-                            Code::DeadlineExceeded,
-                            "context deadline exceeded",
-                        ))
+                        // No answer: the caller times out on its own clock.
+                        // A status sent now would race the caller's timer,
+                        // and containerd's NRI drops a plugin that times out
+                        // but fails the request on a DeadlineExceeded status.
+                        tracing::debug!(
+                            stream_id = id,
+                            "ttrpc server: handler deadline exceeded, call dropped unanswered"
+                        );
+                        return None;
                     }
                 },
                 None => call.await,
