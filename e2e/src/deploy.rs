@@ -164,28 +164,10 @@ impl Validator {
     }
 }
 
-/// Builds (debug profile, one cargo invocation) the binary `nri-<plugin>` of
-/// every plugin in `plugins` and returns their paths, in the same order.
+/// Builds (one cargo invocation, the test's profile) the binary `nri-<plugin>`
+/// of every plugin in `plugins` and returns their paths, in the same order.
 pub fn build_plugin_bins(plugins: &[String]) -> Result<Vec<PathBuf>> {
-    let (target, profile) = target_and_profile();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(root())
-        .env("CARGO_TARGET_DIR", &target)
-        .args(["build", "--quiet", "--locked"]);
-    for p in plugins {
-        cmd.args([
-            "-p",
-            &format!("nri-plugin-{p}"),
-            "--bin",
-            &format!("nri-{p}"),
-        ]);
-    }
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    run(&mut cmd)?;
-    Ok(plugins
-        .iter()
-        .map(|p| target.join(&profile).join(format!("nri-{p}")))
-        .collect())
+    let bins: Vec<String> = plugins.iter().map(|p| format!("nri-{p}")).collect();
+    let bins: Vec<&str> = bins.iter().map(String::as_str).collect();
+    crate::workspace::build_bins(&bins)
 }

@@ -9,25 +9,21 @@ use crate::host::Daemon;
 use crate::workspace::build_bins;
 use crate::{E2eError, Result};
 
-/// Packages and binaries the suites use.
-const BINARIES: &[(&str, &[&str])] = &[
-    ("nri-plugin-logger", &["nri-logger"]),
-    ("nri-plugin-ulimit-adjuster", &["nri-ulimit-adjuster"]),
-    ("nri-plugin-device-injector", &["nri-device-injector"]),
-    ("nri-plugin-hook-injector", &["nri-hook-injector"]),
-    (
-        "nri-plugin-v010-adapter",
-        &["nri-v010-adapter", "nri-v010-test-clearcfs"],
-    ),
-    ("nri-plugin-default-validator", &["nri-default-validator"]),
-    (
-        "nri-plugin-network-device-injector",
-        &["nri-network-device-injector"],
-    ),
-    ("nri-plugin-template", &["nri-template"]),
-    ("nri-plugin-differ", &["nri-differ"]),
-    ("nri-plugin-writable-cgroups", &["nri-writable-cgroups"]),
-    ("nri-misbehave", &["nri-misbehave"]),
+/// The binaries the suites use: the sample plugins, their test programs and
+/// `nri-misbehave`.
+const BINARIES: &[&str] = &[
+    "nri-logger",
+    "nri-ulimit-adjuster",
+    "nri-device-injector",
+    "nri-hook-injector",
+    "nri-v010-adapter",
+    "nri-v010-test-clearcfs",
+    "nri-default-validator",
+    "nri-network-device-injector",
+    "nri-template",
+    "nri-differ",
+    "nri-writable-cgroups",
+    "nri-misbehave",
 ];
 
 /// The path of workspace binary `bin` (one of the sample plugins, their test
@@ -36,15 +32,12 @@ pub fn bin(bin: &str) -> Result<PathBuf> {
     static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     let dir = BUILT
         .get_or_init(|| {
-            let mut dir = None;
-            for (package, bins) in BINARIES {
-                let paths = build_bins(package, bins).map_err(|e| e.to_string())?;
-                dir = paths
-                    .first()
-                    .and_then(|p| p.parent())
-                    .map(Path::to_path_buf);
-            }
-            dir.ok_or_else(|| "no binaries".to_owned())
+            let paths = build_bins(BINARIES).map_err(|e| e.to_string())?;
+            paths
+                .first()
+                .and_then(|p| p.parent())
+                .map(Path::to_path_buf)
+                .ok_or_else(|| "no binaries".to_owned())
         })
         .as_ref()
         .map_err(|e| E2eError::Unsupported(format!("building the plugins failed: {e}")))?;

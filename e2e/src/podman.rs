@@ -38,7 +38,7 @@ pub fn binaries() -> Result<(PathBuf, PathBuf)> {
     static BUILT: OnceLock<std::result::Result<(PathBuf, PathBuf), String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let hostd = build_bins("nri-hostd", &["nri-hostd"]).map_err(|e| e.to_string())?;
+            let hostd = build_bins(&["nri-hostd"]).map_err(|e| e.to_string())?;
             // Linked statically, as the README advises: an engine runs it for
             // every command, and dynamic loading costs about half a millisecond.
             let runc = build_static_bin("nri-runc", "nri-runc").map_err(|e| e.to_string())?;

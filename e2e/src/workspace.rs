@@ -32,29 +32,33 @@ pub fn target_and_profile() -> (PathBuf, String) {
     (target, profile)
 }
 
-/// `cargo <subcommand> -p <package>` for the running test's target
-/// directory and profile; with them.
-fn cargo(subcommand: &str, package: &str) -> (Command, PathBuf, String) {
+/// `cargo <subcommand> <packages>` for the running test's target directory
+/// and profile; with them.
+fn cargo(subcommand: &str, packages: &[&str]) -> (Command, PathBuf, String) {
     let (target, profile) = target_and_profile();
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(root())
         .env("CARGO_TARGET_DIR", &target)
-        .args([subcommand, "--quiet", "--locked", "-p", package]);
+        .args([subcommand, "--quiet", "--locked"])
+        .args(packages);
     if profile == "release" {
         cmd.arg("--release");
     }
     (cmd, target, profile)
 }
 
-/// Builds the binaries `bins` of package `package` and returns their paths,
-/// in the order given.
+/// Builds the binaries `bins` of the workspace and returns their paths, in
+/// the order given. The build selects every workspace member (`--bin` picks
+/// what is built): dependencies then get the features the `cargo test
+/// --workspace` build gave them and are not built again, as they would be
+/// with `-p <package>`, which resolves features for that package alone.
 ///
 /// ```no_run
-/// let bins = nri_e2e::workspace::build_bins("nri-plugin-logger", &["nri-logger"]).unwrap();
+/// let bins = nri_e2e::workspace::build_bins(&["nri-logger"]).unwrap();
 /// assert!(bins[0].is_file());
 /// ```
-pub fn build_bins(package: &str, bins: &[&str]) -> Result<Vec<PathBuf>> {
-    let (mut cmd, target, profile) = cargo("build", package);
+pub fn build_bins(bins: &[&str]) -> Result<Vec<PathBuf>> {
+    let (mut cmd, target, profile) = cargo("build", &["--workspace"]);
     for bin in bins {
         cmd.args(["--bin", bin]);
     }
@@ -73,7 +77,7 @@ pub fn build_bins(package: &str, bins: &[&str]) -> Result<Vec<PathBuf>> {
 /// assert!(runc.is_file());
 /// ```
 pub fn build_static_bin(package: &str, bin: &str) -> Result<PathBuf> {
-    let (mut cmd, target, profile) = cargo("rustc", package);
+    let (mut cmd, target, profile) = cargo("rustc", &["-p", package]);
     cmd.args(["--bin", bin, "--", "-C", "target-feature=+crt-static"]);
     run(&mut cmd)?;
     let built = target.join(&profile).join(bin);

@@ -19,8 +19,9 @@ fn build_example() -> PathBuf {
     cmd.args([
         "build",
         "--quiet",
-        "-p",
-        "nri-stub",
+        // Every member selected: the dependencies keep the features of the
+        // `cargo test --workspace` build and are not built again.
+        "--workspace",
         "--example",
         "annotate",
     ])

@@ -9,7 +9,7 @@ use std::process::Command;
 
 /// Builds `nri-stub`'s `annotate` example into this test's target directory.
 fn build_example() -> PathBuf {
-    common::cargo_build(&["-p", "nri-stub", "--example", "annotate"])
+    common::cargo_build(&["--example", "annotate"])
         .join("examples")
         .join("annotate")
 }

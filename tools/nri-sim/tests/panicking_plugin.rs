@@ -6,7 +6,7 @@ mod common;
 use common::{run_scenario, workspace_binary};
 
 fn scenario() -> String {
-    let plugin = workspace_binary("nri-interop", "nri-rs-test-plugin");
+    let plugin = workspace_binary("nri-rs-test-plugin");
     format!(
         r#"
 plugins:

@@ -276,7 +276,7 @@ async fn replay_reports_same_and_different_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_launches_a_plugin_program() {
-    let logger = common::workspace_binary("nri-plugin-logger", "nri-logger");
+    let logger = common::workspace_binary("nri-logger");
     let (dir, recording, _) = record(SCENARIO, "addAnnotation: replay-test").await;
     let rec = recording.to_str().unwrap();
     let logger = logger.to_str().unwrap();

@@ -148,7 +148,7 @@ fn an_unknown_sample_is_an_error_with_line_and_column() {
 
 /// Builds the `nri-template` program into this test's target directory.
 fn template_binary() -> PathBuf {
-    common::workspace_binary("nri-plugin-template", "nri-template")
+    common::workspace_binary("nri-template")
 }
 
 #[test]

@@ -100,8 +100,9 @@ pub fn build_annotate_example() -> PathBuf {
     cmd.args([
         "build",
         "--quiet",
-        "-p",
-        "nri-stub",
+        // Every member selected: the dependencies keep the features of the
+        // `cargo test --workspace` build and are not built again.
+        "--workspace",
         "--example",
         "annotate",
     ])

@@ -84,14 +84,17 @@ pub fn run_scenario(yaml: &str, extra: &[&str]) -> (tempfile::TempDir, Run) {
     (dir, run)
 }
 
-/// Builds the program `bin` of the workspace package `package` (the profile of
-/// this test) and returns its path.
-pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
-    cargo_build(&["-p", package, "--bin", bin]).join(bin)
+/// Builds the program `bin` of the workspace (the profile of this test) and
+/// returns its path.
+pub fn workspace_binary(bin: &str) -> PathBuf {
+    cargo_build(&["--bin", bin]).join(bin)
 }
 
-/// Runs `cargo build --quiet ARGS` for this test's target directory and
-/// profile; returns the profile's directory (`target/debug`).
+/// Runs `cargo build --quiet --workspace ARGS` for this test's target
+/// directory and profile; returns the profile's directory (`target/debug`).
+/// With every workspace member selected, the dependencies get the features
+/// the `cargo test --workspace` build gave them and are not built again
+/// (`-p` resolves features for that package alone); ARGS pick the target.
 pub fn cargo_build(args: &[&str]) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
@@ -102,7 +105,7 @@ pub fn cargo_build(args: &[&str]) -> PathBuf {
         .into_owned();
     let target = profile_dir.parent().unwrap().to_owned();
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet"])
+    cmd.args(["build", "--quiet", "--workspace"])
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("CARGO_TARGET_DIR", &target);
