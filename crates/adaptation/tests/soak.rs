@@ -627,7 +627,15 @@ struct Driver {
     tags: Vec<String>,
     /// Number of completed container lifecycles.
     done: watch::Sender<usize>,
+    /// Set when every join and leave of the churn has happened.
+    churned: watch::Receiver<bool>,
 }
+
+/// The container that stays running until the churn is over, so that every
+/// late joiner's synchronization lists at least one container, whatever
+/// the other lifecycles' pace (the checks against a synchronized state then
+/// always have something to check).
+const HELD: usize = 0;
 
 /// Pods and the containers of each, `containers` in total.
 fn plan(containers: usize) -> Vec<Range<usize>> {
@@ -736,6 +744,10 @@ async fn ctr_lifecycle(d: Arc<Driver>, pod: PodSandbox, n: usize) {
     rt.staged(|rt| rt.set_ctr(&ctr, POST_START), call)
         .await
         .expect("PostStart");
+    if n == HELD {
+        let mut churned = d.churned.clone();
+        churned.wait_for(|c| *c).await.expect("churn ended");
+    }
     let req = StopContainerRequest {
         pod: p.clone(),
         container: c.clone(),
@@ -802,6 +814,7 @@ async fn run_churn(
     socket: std::path::PathBuf,
     mut done: watch::Receiver<usize>,
     plugins: Arc<tokio::sync::Mutex<Vec<Running>>>,
+    churned: watch::Sender<bool>,
 ) {
     for (threshold, action) in churn(cfg.containers) {
         done.wait_for(|n| *n >= threshold).await.unwrap();
@@ -831,6 +844,7 @@ async fn run_churn(
             }
         }
     }
+    churned.send_replace(true);
 }
 
 // ---------------------------------------------------------------------------
@@ -999,11 +1013,13 @@ async fn soak(cfg: Cfg) {
 
     let plan = Arc::new(plan(cfg.containers));
     let (done, done_rx) = watch::channel(0usize);
+    let (churned, churned_rx) = watch::channel(false);
     let driver = Arc::new(Driver {
         nri: nri.clone(),
         rt: rt.clone(),
         tags,
         done,
+        churned: churned_rx,
     });
     let plugins = Arc::new(tokio::sync::Mutex::new(running));
     let next = Arc::new(AtomicUsize::new(0));
@@ -1024,6 +1040,7 @@ async fn soak(cfg: Cfg) {
         socket.clone(),
         done_rx.clone(),
         plugins.clone(),
+        churned,
     ));
 
     // Wait for the work, failing if it stops making progress.
