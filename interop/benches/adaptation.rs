@@ -1427,8 +1427,8 @@ fn render_busy_poll(d: &mut String, res: &Results) {
         "\n### Polling for replies\n\n\
          A call of our runtime to a plugin polls for the reply for up to {window:.0} µs \
          (`plugin_busy_poll`, the default on a machine with two or more CPUs) before its \
-         thread sleeps in `epoll_wait`: the calling task looks at its reply, yields, and \
-         tokio checks the sockets without blocking before it runs the task again. A reply \
+         thread sleeps in `epoll_wait`: the calling task looks at its reply, yields the CPU to \
+         any other thread waiting for it and then to tokio, which checks the sockets without blocking before it runs the task again. A reply \
          that arrives meanwhile is taken without the thread being woken; calls to a plugin \
          poll only while most of its recent replies came within the window. The scripted \
          runtime's polling form above polls for every reply. Every Rust-runtime \
@@ -2333,7 +2333,7 @@ of a long run, divided by the calls, 16 `sendto` each.)
   runs by hand with 8 minimal plugins). Both make the three system calls per hop that our
   runtime makes.
 * **Not sleeping is what helps.** A call of our runtime now polls for its reply for up
-  to 100 µs before its thread sleeps (`plugin_busy_poll`, "Polling for replies" above;
+  to 250 µs before its thread sleeps (`plugin_busy_poll`, "Polling for replies" above;
   calls to a plugin poll only while most of its recent replies came within it):
   the reply finds the thread awake, and neither the wake-up nor the cold start after it
   is paid. By hand on a quiet machine, four alternating rounds of 8 plugins each way

@@ -344,7 +344,12 @@ impl AdaptationBuilder {
 
 /// How long a call to a plugin polls for its reply by default, on a machine
 /// with a core to spare ([`AdaptationBuilder::plugin_busy_poll`]).
-pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(100);
+///
+/// A quarter of a millisecond: long enough for a Go plugin, whose replies
+/// took 90 to 200 µs on the 2-core machine of docs/PERFORMANCE.md (a Rust
+/// plugin's 40 to 80 µs). With 100 µs many of a Go plugin's replies came
+/// just after the window, and the runtime slept for them.
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(250);
 
 /// The window [`AdaptationBuilder::plugin_busy_poll`] has by default:
 /// [`DEFAULT_BUSY_POLL`] if this process may run on two or more CPUs, zero

@@ -11,9 +11,16 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 /// Looks at `rx` until it resolves, `window` of wall-clock time has passed or
-/// `deadline` is reached, yielding to the runtime between looks (the runtime
-/// then checks its I/O without blocking before it runs this task again).
-/// `None`: no response yet.
+/// `deadline` is reached, yielding between looks: first the thread to the
+/// kernel's scheduler, then the task to the runtime (which then checks its
+/// I/O without blocking before it runs this task again). `None`: no response
+/// yet.
+///
+/// The thread yields because the peer it waits for may have been woken on
+/// this very CPU (the scheduler likes to put a task woken by a write on the
+/// writer's CPU): a poller that kept the CPU would hold the peer's reply
+/// back until the window ends or the scheduler preempts it. `sched_yield`
+/// returns at once when nothing else waits for the CPU.
 ///
 /// The window is measured on the system clock, not tokio's: with tokio's
 /// clock paused (in tests) it would never pass while this task keeps the
@@ -32,6 +39,7 @@ pub(crate) async fn poll_until<T>(
         if start.elapsed() >= window || deadline.is_some_and(|d| Instant::now() >= d) {
             return None;
         }
+        std::thread::yield_now();
         tokio::task::yield_now().await;
     }
 }

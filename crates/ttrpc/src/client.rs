@@ -203,10 +203,11 @@ impl Client {
     /// the request, before it waits to be woken. Zero, the default, turns
     /// this off.
     ///
-    /// While it polls, the calling task yields to the tokio runtime after
-    /// each look at its response, so the runtime keeps checking its sockets
-    /// without blocking instead of putting the thread to sleep in the
-    /// kernel. A response that arrives within the window is taken without
+    /// While it polls, the calling thread yields the CPU to any other thread
+    /// waiting for it (the peer may have been woken on this CPU) and the
+    /// calling task yields to the tokio runtime after each look at its
+    /// response, so the runtime keeps checking its sockets without blocking
+    /// instead of putting the thread to sleep in the kernel. A response that arrives within the window is taken without
     /// the thread being woken, which on a machine with a core to spare saves
     /// the wake-up's latency; the price is the CPU time of the polling,
     /// up to `window` per call. Other tasks of the runtime run between the
