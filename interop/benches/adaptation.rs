@@ -1317,8 +1317,9 @@ The same plugins behind the smallest runtime possible, measured in the same run 
          **event loop** (the sockets non-blocking and registered with tokio for reading, as \
          our runtime's are, each reply awaited in `epoll_wait` from a spawned task), the way \
          a runtime that serves other requests while a plugin works has to wait; and on the \
-         event loop **polling** for each reply for as long as our runtime does \
-         (`plugin_busy_poll`, below) before it waits in `epoll_wait`. The fastest of the \
+         event loop **polling** for each reply for as long as our runtime does, yielding \
+         the CPU between looks as it does (`plugin_busy_poll`, below), before it waits in \
+         `epoll_wait`. The fastest of the \
          three medians over the Go runtime's is the **floor R/G**: what a runtime that took \
          no time at all would reach with these plugins, wake-ups and all. The last \
          two columns put the median's gap in time per plugin: what our runtime takes above \

@@ -998,8 +998,9 @@ impl EventLoopChain {
 
     /// One call through every plugin, one after the other. Each reply is
     /// polled for up to `poll` (as `nri_ttrpc::Client::with_busy_poll`
-    /// does: a look, then a yield to the runtime, which checks the sockets
-    /// without blocking) before the chain waits to be woken.
+    /// does: a look, then a yield of the thread to the kernel's scheduler
+    /// and of the task to the runtime, which checks the sockets without
+    /// blocking) before the chain waits to be woken.
     async fn call(&mut self, poll: Duration) -> Result<(), Failure> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let id = next_request(&mut self.frames, &mut self.next_id);
@@ -1014,6 +1015,7 @@ impl EventLoopChain {
                     match look(conn, pending.spare()).await {
                         Some(n) => n,
                         None => {
+                            std::thread::yield_now();
                             tokio::task::yield_now().await;
                             continue;
                         }
