@@ -1319,8 +1319,7 @@ The same plugins behind the smallest runtime possible, measured in the same run 
          a runtime that serves other requests while a plugin works has to wait; and on the \
          event loop **polling** for each reply for as long as our runtime does, yielding \
          the CPU between looks as it does (`plugin_busy_poll`, below), before it waits in \
-         `epoll_wait`. The fastest of the \
-         three medians over the Go runtime's is the **floor R/G**: what a runtime that took \
+         `epoll_wait`. The fastest of the three medians over the Go runtime's is the **floor R/G**: what a runtime that took \
          no time at all would reach with these plugins, wake-ups and all. The last \
          two columns put the median's gap in time per plugin: what our runtime takes above \
          the floor, and what it could take and still meet R/G ≤ {LATENCY_TARGET}.\n"
@@ -1428,9 +1427,9 @@ fn render_busy_poll(d: &mut String, res: &Results) {
         "\n### Polling for replies\n\n\
          A call of our runtime to a plugin polls for the reply for up to {window:.0} µs \
          (`plugin_busy_poll`, the default on a machine with two or more CPUs) before its \
-         thread sleeps in `epoll_wait`: the calling task looks at its reply, yields the CPU to \
-         any other thread waiting for it and then to tokio, which checks the sockets without blocking before it runs the task again. A reply \
-         that arrives meanwhile is taken without the thread being woken; calls to a plugin \
+         thread sleeps in `epoll_wait`: the calling task looks at its reply, yields the CPU \
+         to any other thread waiting for it and then to tokio, which checks the sockets \
+         without blocking before it runs the task again. A reply that arrives meanwhile is taken without the thread being woken; calls to a plugin \
          poll only while most of its recent replies came within the window. The scripted \
          runtime's polling form above polls for every reply. Every Rust-runtime \
          figure above is with polling; here each 8-plugin case is run once more on our \

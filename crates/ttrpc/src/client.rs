@@ -207,9 +207,10 @@ impl Client {
     /// waiting for it (the peer may have been woken on this CPU) and the
     /// calling task yields to the tokio runtime after each look at its
     /// response, so the runtime keeps checking its sockets without blocking
-    /// instead of putting the thread to sleep in the kernel. A response that arrives within the window is taken without
-    /// the thread being woken, which on a machine with a core to spare saves
-    /// the wake-up's latency; the price is the CPU time of the polling,
+    /// instead of putting the thread to sleep in the kernel. A response that
+    /// arrives within the window is taken without the thread being woken,
+    /// which on a machine with a core to spare saves the wake-up's latency;
+    /// the price is the CPU time of the polling,
     /// up to `window` per call. Other tasks of the runtime run between the
     /// looks. The call's timeout still applies: polling stops at the
     /// deadline. On a machine with one core the poller competes with the
