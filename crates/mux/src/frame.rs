@@ -32,24 +32,39 @@ pub const GO_READ_BUFFER: usize = 4096;
 /// Default number of frames that may wait unread on one connection.
 pub const DEFAULT_READ_QUEUE_LEN: usize = 256;
 
-/// A decoded frame header.
+/// A frame header: the connection the payload belongs to and its length.
+///
+/// For code that reads or writes the trunk without a [`Mux`](crate::Mux),
+/// such as a blocking plugin.
+///
+/// ```
+/// use nri_mux::FrameHeader;
+///
+/// let header = FrameHeader { id: 2, len: 300 };
+/// let raw = header.encode();
+/// assert_eq!(raw, [0, 0, 0, 2, 0, 0, 1, 44]);
+/// assert_eq!(FrameHeader::decode(raw), header);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Header {
-    pub(crate) id: ConnId,
-    pub(crate) len: u32,
+pub struct FrameHeader {
+    /// The logical connection.
+    pub id: ConnId,
+    /// The payload's length in bytes.
+    pub len: u32,
 }
 
-impl Header {
-    pub(crate) fn decode(raw: [u8; HEADER_LEN]) -> Header {
+impl FrameHeader {
+    /// Reads a header from its 8 wire bytes.
+    pub fn decode(raw: [u8; HEADER_LEN]) -> FrameHeader {
         let [a, b, c, d, e, f, g, h] = raw;
-        Header {
+        FrameHeader {
             id: u32::from_be_bytes([a, b, c, d]),
             len: u32::from_be_bytes([e, f, g, h]),
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn encode(self) -> [u8; HEADER_LEN] {
+    /// The header's 8 wire bytes.
+    pub fn encode(self) -> [u8; HEADER_LEN] {
         let mut out = [0u8; HEADER_LEN];
         let (id, len) = out.split_at_mut(4);
         id.copy_from_slice(&self.id.to_be_bytes());
@@ -71,14 +86,20 @@ impl Header {
 /// message into many small frames instead could overflow a Go reader's
 /// 256-frame queue (a 4 MiB message would be 1024 frames).
 ///
-/// `max_frame` must be between 1 and `u32::MAX`; callers clamp it (see
-/// [`MuxOptions`](crate::MuxOptions)).
-pub(crate) fn encode_frames(
-    out: &mut BytesMut,
-    id: ConnId,
-    data: &[u8],
-    max_frame: usize,
-) -> usize {
+/// `max_frame` is clamped to 1..=[`MAX_FRAME_PAYLOAD`]; to a Go peer it must
+/// be at most [`GO_READ_BUFFER`].
+///
+/// ```
+/// use nri_mux::{encode_frames, FrameHeader, HEADER_LEN};
+/// use bytes::BytesMut;
+///
+/// let mut out = BytesMut::new();
+/// let n = encode_frames(&mut out, 1, &[7u8; 5000], 4096);
+/// assert_eq!(n, 2 * HEADER_LEN + 5000);
+/// let first = FrameHeader::decode(out[..HEADER_LEN].try_into().unwrap());
+/// assert_eq!(first, FrameHeader { id: 1, len: 4096 });
+/// ```
+pub fn encode_frames(out: &mut BytesMut, id: ConnId, data: &[u8], max_frame: usize) -> usize {
     let max_frame = max_frame.clamp(1, MAX_FRAME_PAYLOAD);
     let (first, rest) = data.split_at(data.len().min(max_frame));
     let frames = 1 + rest.len().div_ceil(MAX_FRAME_PAYLOAD);
@@ -102,7 +123,7 @@ mod tests {
         while !raw.is_empty() {
             let mut hdr = [0u8; HEADER_LEN];
             hdr.copy_from_slice(&raw[..HEADER_LEN]);
-            let h = Header::decode(hdr);
+            let h = FrameHeader::decode(hdr);
             let end = HEADER_LEN + h.len as usize;
             frames.push((h.id, raw[HEADER_LEN..end].to_vec()));
             raw = &raw[end..];
@@ -112,12 +133,12 @@ mod tests {
 
     #[test]
     fn header_round_trip_is_big_endian() {
-        let h = Header {
+        let h = FrameHeader {
             id: 0x0102_0304,
             len: 0x0a0b_0c0d,
         };
         assert_eq!(h.encode(), [1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d]);
-        assert_eq!(Header::decode(h.encode()), h);
+        assert_eq!(FrameHeader::decode(h.encode()), h);
     }
 
     #[test]

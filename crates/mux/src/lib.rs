@@ -53,8 +53,8 @@ mod writer;
 pub use conn::MuxConn;
 pub use error::MuxError;
 pub use frame::{
-    ConnId, DEFAULT_READ_QUEUE_LEN, GO_READ_BUFFER, HEADER_LEN, LOWEST_CONN_ID, MAX_FRAME_PAYLOAD,
-    PLUGIN_SERVICE_CONN, RESERVED_CONN_ID, RUNTIME_SERVICE_CONN,
+    encode_frames, ConnId, FrameHeader, DEFAULT_READ_QUEUE_LEN, GO_READ_BUFFER, HEADER_LEN,
+    LOWEST_CONN_ID, MAX_FRAME_PAYLOAD, PLUGIN_SERVICE_CONN, RESERVED_CONN_ID, RUNTIME_SERVICE_CONN,
 };
 pub use mux::Mux;
 pub use options::MuxOptions;

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, BufReader};
 
 use crate::error::MuxError;
-use crate::frame::{Header, HEADER_LEN, MAX_FRAME_PAYLOAD};
+use crate::frame::{FrameHeader, HEADER_LEN, MAX_FRAME_PAYLOAD};
 use crate::shared::{wait_closed, Inner};
 
 /// Buffer between the trunk and the frame parser; saves system calls for small frames.
@@ -104,7 +104,7 @@ where
 
 /// Reads one frame header. `Ok(None)` means the trunk ended cleanly before the header;
 /// an end inside the header is an `UnexpectedEof` error.
-async fn read_header<R>(trunk: &mut R) -> io::Result<Option<Header>>
+async fn read_header<R>(trunk: &mut R) -> io::Result<Option<FrameHeader>>
 where
     R: AsyncRead + Unpin,
 {
@@ -120,7 +120,7 @@ where
         }
         filled += n;
     }
-    Ok(Some(Header::decode(raw)))
+    Ok(Some(FrameHeader::decode(raw)))
 }
 
 /// Reads exactly `len` payload bytes into one buffer, after a copy of

@@ -101,7 +101,7 @@ fn parse_fd(value: &str) -> Result<i32, std::num::ParseIntError> {
 }
 
 /// Takes ownership of the socket named by the value of `NRI_PLUGIN_SOCKET`.
-fn stream_from_env(value: &str) -> Result<std::os::unix::net::UnixStream, Error> {
+pub(crate) fn stream_from_env(value: &str) -> Result<std::os::unix::net::UnixStream, Error> {
     let fd = parse_fd(value).map_err(|e| Error::InvalidSocketEnv {
         value: value.to_string(),
         reason: e.to_string(),

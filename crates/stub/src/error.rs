@@ -174,6 +174,12 @@ pub enum Error {
     /// An unsolicited UpdateContainers call failed.
     #[error("failed to update containers: {0}")]
     UpdateContainers(#[source] nri_ttrpc::Error),
+
+    /// The runtime sent what no NRI runtime sends (a frame or message over the
+    /// size limits, an undecodable reply); the [`blocking`](crate::blocking)
+    /// stub then closes the connection.
+    #[error("protocol error from the runtime: {0}")]
+    Protocol(String),
 }
 
 /// Shows the error's text, then its causes, one a line; `{:#?}` gives the
@@ -244,6 +250,7 @@ impl Error {
             Error::NotConnected => f.write_str("NotConnected"),
             Error::HandlerPanicked(p) => f.debug_tuple("HandlerPanicked").field(p).finish(),
             Error::UpdateContainers(e) => f.debug_tuple("UpdateContainers").field(e).finish(),
+            Error::Protocol(text) => f.debug_tuple("Protocol").field(text).finish(),
         }
     }
 }

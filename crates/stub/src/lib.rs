@@ -52,6 +52,7 @@
 
 extern crate self as nri_stub;
 
+pub mod blocking;
 mod builder;
 mod connect;
 mod context;

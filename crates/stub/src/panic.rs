@@ -102,18 +102,30 @@ impl<F: Future> Future for CatchPanic<F> {
     type Output = Result<F::Output, Caught>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let outer = CATCHING.with(|c| c.replace(true));
-        let polled = catch_unwind(AssertUnwindSafe(|| self.inner.as_mut().poll(cx)));
-        CATCHING.with(|c| c.set(outer));
-        match polled {
+        match catch(|| self.inner.as_mut().poll(cx)) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Err(payload) => Poll::Ready(Err(Caught {
-                message: message_of(payload.as_ref()),
-                location: LOCATION.with(|slot| slot.borrow_mut().take()),
-            })),
+            Err(caught) => Poll::Ready(Err(caught)),
         }
     }
+}
+
+/// Runs `f`, turning a panic into [`Caught`] (its location recorded by the
+/// hook of [`install_hook`], which the caller has installed).
+fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Caught> {
+    let outer = CATCHING.with(|c| c.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    CATCHING.with(|c| c.set(outer));
+    result.map_err(|payload| Caught {
+        message: message_of(payload.as_ref()),
+        location: LOCATION.with(|slot| slot.borrow_mut().take()),
+    })
+}
+
+/// Runs the blocking handler `f`, turning a panic into [`Caught`].
+pub(crate) fn catching_blocking<T>(f: impl FnOnce() -> T) -> Result<T, Caught> {
+    install_hook();
+    catch(f)
 }
 
 #[cfg(test)]
@@ -149,6 +161,20 @@ mod tests {
         })
         .await;
         assert!(caught.unwrap_err().message.contains("index out of bounds"));
+    }
+
+    #[test]
+    fn a_blocking_handler_panic_becomes_its_message_and_location() {
+        let line = line!() + 1;
+        let caught = catching_blocking(|| -> u8 { panic!("blocking {}", 8) });
+        let caught = caught.expect_err("the handler panics");
+        assert_eq!(caught.message, "blocking 8");
+        let location = caught.location.unwrap_or_default();
+        assert!(
+            location.starts_with(&format!("{}:{line}:", file!())),
+            "{location}"
+        );
+        assert_eq!(catching_blocking(|| 4), Ok(4));
     }
 
     #[tokio::test]

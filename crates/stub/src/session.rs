@@ -58,8 +58,24 @@ struct State {
 
 /// Turns a handler error into the status the runtime receives: code `Unknown` and the
 /// error's text, as Go's ttRPC does for plain errors.
-fn handler_status(err: BoxError) -> Status {
+pub(crate) fn handler_status(err: BoxError) -> Status {
     Status::unknown(err.to_string())
+}
+
+/// What a Configure request says of the runtime: its NRI version (reported,
+/// or inferred from its name and version) and its timeouts (the defaults
+/// where it sends none).
+pub(crate) fn runtime_info(req: ConfigureRequest) -> RuntimeInfo {
+    let (nri_version, nri_version_inferred) =
+        runtime_nri_version(&req.nri_version, &req.runtime_name, &req.runtime_version);
+    RuntimeInfo {
+        name: req.runtime_name,
+        version: req.runtime_version,
+        nri_version,
+        nri_version_inferred,
+        registration_timeout: timeout_ms(req.registration_timeout, DEFAULT_REGISTRATION_TIMEOUT),
+        request_timeout: timeout_ms(req.request_timeout, DEFAULT_REQUEST_TIMEOUT),
+    }
 }
 
 fn timeout_ms(ms: i64, default: Duration) -> Duration {
@@ -149,26 +165,16 @@ impl<P: Plugin> Session<P> {
         &self,
         req: Box<ConfigureRequest>,
     ) -> Result<ConfigureResponse, Status> {
-        let (nri_version, nri_version_inferred) =
-            runtime_nri_version(&req.nri_version, &req.runtime_name, &req.runtime_version);
+        let mut req = *req;
+        let config = std::mem::take(&mut req.config);
+        let runtime = runtime_info(req);
         tracing::info!(
             plugin = %self.identity.full_name(),
-            runtime = %req.runtime_name,
-            runtime_version = %req.runtime_version,
-            nri_version = nri_version.as_deref().unwrap_or("unknown"),
+            runtime = %runtime.name,
+            runtime_version = %runtime.version,
+            nri_version = runtime.nri_version.as_deref().unwrap_or("unknown"),
             "configuring plugin"
         );
-        let runtime = RuntimeInfo {
-            name: req.runtime_name,
-            version: req.runtime_version,
-            nri_version,
-            nri_version_inferred,
-            registration_timeout: timeout_ms(
-                req.registration_timeout,
-                DEFAULT_REGISTRATION_TIMEOUT,
-            ),
-            request_timeout: timeout_ms(req.request_timeout, DEFAULT_REQUEST_TIMEOUT),
-        };
         let ctx = Context::new(
             &self.identity.index,
             &self.identity.name,
@@ -178,10 +184,7 @@ impl<P: Plugin> Session<P> {
         self.state().context = Some(ctx.clone());
         let ctx = ctx.with_trace(crate::trace::current());
 
-        let info = ConfigureInfo {
-            config: req.config,
-            runtime,
-        };
+        let info = ConfigureInfo { config, runtime };
         let requested = match self.plugin.configure(&ctx, &info).await {
             Ok(mask) => mask,
             Err(err) => {

@@ -87,8 +87,16 @@ impl FrameHeader {
     }
 }
 
-/// The text Go's ttRPC uses for a message over the size limit.
-pub(crate) fn oversize_message(len: usize, max: usize) -> String {
+/// The text Go's ttRPC uses for a message over the size limit (the
+/// description of its `ResourceExhausted` status).
+///
+/// ```
+/// assert_eq!(
+///     nri_ttrpc::frame::oversize_message(5, 4),
+///     "message length 5 exceed maximum message size of 4"
+/// );
+/// ```
+pub fn oversize_message(len: usize, max: usize) -> String {
     format!("message length {len} exceed maximum message size of {max}")
 }
 

@@ -36,28 +36,9 @@ impl Plugin for Minimal {
     }
 }
 
-/// `(name, idx, socket)` from the command line.
-fn parse_args() -> Result<(String, String, Option<String>), String> {
-    let (mut name, mut idx, mut socket) = ("min".to_owned(), "10".to_owned(), None);
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it
-            .next()
-            .ok_or_else(|| format!("flag {flag} needs a value"))?;
-        match flag.trim_start_matches('-') {
-            "config" => {}
-            "name" => name = value,
-            "idx" => idx = value,
-            "socket" => socket = Some(value),
-            other => return Err(format!("unknown flag -{other}")),
-        }
-    }
-    Ok((name, idx, socket))
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let (name, idx, socket) = match parse_args() {
+    let (name, idx, socket) = match nri_interop_min_plugin::parse_args() {
         Ok(args) => args,
         Err(err) => {
             eprintln!("nri-rs-min-plugin: {err}");
