@@ -4,46 +4,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
-use common::{install_plugin, target_and_profile, TIMEOUT};
+use common::{build_example, install_plugin, TIMEOUT};
 use nri_interop::{run_ref_runtime, write_json};
 use serde_json::json;
 
-/// Builds the example with the cargo that builds this test, into the same target
-/// directory, and returns its path.
-fn build_example() -> PathBuf {
-    let (target, profile) = target_and_profile();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args([
-        "build",
-        "--quiet",
-        // Every member selected: the dependencies keep the features of the
-        // `cargo test --workspace` build and are not built again.
-        "--workspace",
-        "--example",
-        "annotate",
-    ])
-    .current_dir(env!("CARGO_MANIFEST_DIR"))
-    .env("CARGO_TARGET_DIR", &target);
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "cargo build --example annotate failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bin = target.join(&profile).join("examples").join("annotate");
-    assert!(bin.is_file(), "{} missing", bin.display());
-    bin
-}
-
 #[test]
 fn annotate_example_adjusts_containers_of_the_go_runtime() {
-    let example = build_example();
+    let example = build_example("annotate");
     let dir = tempfile::tempdir().unwrap();
     let plugins = dir.path().join("plugins");
     install_plugin(&plugins, "10-annotate", &example);

@@ -38,6 +38,36 @@ pub fn target_and_profile() -> (PathBuf, String) {
     (target, profile)
 }
 
+/// Builds the example `name` of the workspace with the cargo that builds this
+/// test, into the same target directory, and returns its path.
+pub fn build_example(name: &str) -> PathBuf {
+    let (target, profile) = target_and_profile();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args([
+        "build",
+        "--quiet",
+        // Every member selected: the dependencies keep the features of the
+        // `cargo test --workspace` build and are not built again.
+        "--workspace",
+        "--example",
+        name,
+    ])
+    .current_dir(env!("CARGO_MANIFEST_DIR"))
+    .env("CARGO_TARGET_DIR", &target);
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "cargo build --example {name} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = target.join(&profile).join("examples").join(name);
+    assert!(bin.is_file(), "{} missing", bin.display());
+    bin
+}
+
 /// A plugin process (any executable), killed when dropped.
 #[derive(Debug)]
 pub struct PluginProcess {
