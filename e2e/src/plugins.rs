@@ -9,8 +9,8 @@ use crate::host::Daemon;
 use crate::workspace::build_bins;
 use crate::{E2eError, Result};
 
-/// The binaries the suites use: the sample plugins, their test programs and
-/// `nri-misbehave`.
+/// The binaries the suites use: the sample plugins, their test programs,
+/// the minimal plugin on the blocking stub and `nri-misbehave`.
 const BINARIES: &[&str] = &[
     "nri-logger",
     "nri-ulimit-adjuster",
@@ -23,6 +23,7 @@ const BINARIES: &[&str] = &[
     "nri-template",
     "nri-differ",
     "nri-writable-cgroups",
+    "nri-rs-min-blocking-plugin",
     "nri-misbehave",
 ];
 

@@ -248,6 +248,15 @@ fn samples(f: &Fixtures) -> Vec<Sample> {
             flags: vec!["-host-mount-file".into(), "/proc/1/mountinfo".into()],
             config: None,
         },
+        // The minimal plugin on the blocking stub (`nri_stub::blocking`, no
+        // async runtime); its annotation is keyed by the name it is given.
+        Sample {
+            idx: "80",
+            name: "min-blocking",
+            bin: "nri-rs-min-blocking-plugin",
+            flags: vec!["-name".into(), "min-blocking".into()],
+            config: None,
+        },
     ]
 }
 
@@ -302,6 +311,12 @@ fn check_sample_effects(ctrd: &dyn CriRuntime, f: &Fixtures) {
             .as_str()
             .is_some_and(|v| v.starts_with("logger-pid-")),
         "logger's annotation missing from the runtime spec: {annotations}"
+    );
+
+    // The plugin on the blocking stub: its annotation in the runtime's spec.
+    assert_eq!(
+        annotations["bench.nri.io/plugin-min-blocking"], "on",
+        "the blocking plugin's annotation is missing from the runtime spec: {annotations}"
     );
 
     // ulimit-adjuster: the rlimits of PID 1.

@@ -14,8 +14,11 @@
 //!   (official stub), configured by JSON;
 //! * minimal plugins: `nri-rs-min-plugin` (package `interop/min-plugin`:
 //!   nri-stub, current-thread tokio, one annotation; built by this bench in
-//!   three forms) and `nri-min-plugin` (official stub, the same; built with
-//!   and without cgo), for idle memory and Synchronize.
+//!   three forms), the same plugin on the blocking stub
+//!   (`nri-rs-min-blocking-plugin`, `nri_stub::blocking`, no async runtime;
+//!   the same three forms, for idle memory) and `nri-min-plugin` (official
+//!   stub, the same; built with and without cgo), for idle memory and
+//!   Synchronize.
 //!
 //! Measured:
 //!
@@ -73,6 +76,9 @@ const GO_MIN_PLUGIN: &str = "nri-min-plugin";
 /// The program of `interop/min-plugin` that is the minimal plugin's build
 /// without any plugin code (`common/rss_floor.rs`).
 const RSS_FLOOR: &str = "nri-rs-rss-floor";
+/// The program of `interop/min-plugin` that is the minimal plugin on the
+/// blocking stub.
+const MIN_BLOCKING_PLUGIN: &str = "nri-rs-min-blocking-plugin";
 /// Processes of it measured per build.
 const RSS_FLOOR_PROCESSES: usize = 16;
 const LATENCY_TARGET: f64 = 0.5;
@@ -175,6 +181,10 @@ enum Plugin {
     RustMin,
     RustMinStatic,
     RustMinSmall,
+    /// `nri-rs-min-blocking-plugin` in the builds of the three above.
+    RustMinBlocking,
+    RustMinBlockingStatic,
+    RustMinBlockingSmall,
     GoMin,
     GoMinStatic,
     /// The Go-built WebAssembly module `nri-wasm-scripted`.
@@ -189,6 +199,13 @@ impl Plugin {
             Plugin::RustMin => "Rust minimal (nri-rs-min-plugin)",
             Plugin::RustMinStatic => "Rust minimal, static (nri-rs-min-plugin)",
             Plugin::RustMinSmall => "Rust minimal, size profile + static (nri-rs-min-plugin)",
+            Plugin::RustMinBlocking => "Rust minimal, blocking stub (nri-rs-min-blocking-plugin)",
+            Plugin::RustMinBlockingStatic => {
+                "Rust minimal, blocking stub, static (nri-rs-min-blocking-plugin)"
+            }
+            Plugin::RustMinBlockingSmall => {
+                "Rust minimal, blocking stub, size profile + static (nri-rs-min-blocking-plugin)"
+            }
             Plugin::GoMin => "Go minimal (nri-min-plugin)",
             Plugin::GoMinStatic => "Go minimal, static: CGO_ENABLED=0 (nri-min-plugin)",
             Plugin::Wasm => "WebAssembly, built with Go (nri-wasm-scripted)",
@@ -198,8 +215,36 @@ impl Plugin {
     fn is_rust(self) -> bool {
         matches!(
             self,
-            Plugin::RustTest | Plugin::RustMin | Plugin::RustMinStatic | Plugin::RustMinSmall
+            Plugin::RustTest
+                | Plugin::RustMin
+                | Plugin::RustMinStatic
+                | Plugin::RustMinSmall
+                | Plugin::RustMinBlocking
+                | Plugin::RustMinBlockingStatic
+                | Plugin::RustMinBlockingSmall
         )
+    }
+
+    /// The build of the minimal Rust plugin this one was made in (its
+    /// `nri-rs-rss-floor` is that build's): itself for the async stub's.
+    fn min_build(self) -> Plugin {
+        match self {
+            Plugin::RustMinBlocking => Plugin::RustMin,
+            Plugin::RustMinBlockingStatic => Plugin::RustMinStatic,
+            Plugin::RustMinBlockingSmall => Plugin::RustMinSmall,
+            other => other,
+        }
+    }
+
+    /// The minimal plugin on the blocking stub in this build of the minimal
+    /// Rust plugin.
+    fn blocking_of(self) -> Option<Plugin> {
+        match self {
+            Plugin::RustMin => Some(Plugin::RustMinBlocking),
+            Plugin::RustMinStatic => Some(Plugin::RustMinBlockingStatic),
+            Plugin::RustMinSmall => Some(Plugin::RustMinBlockingSmall),
+            _ => None,
+        }
     }
 }
 
@@ -524,6 +569,9 @@ fn main() {
     let go_min = build_go_min_plugin(&go_bench, true);
     let go_min_static = build_go_min_plugin(&go_bench, false);
     let (rust_min, rust_min_static, rust_min_small) = build_min_plugins();
+    // The same package's plugin on the blocking stub, built alongside.
+    let blocking = [&rust_min, &rust_min_static, &rust_min_small]
+        .map(|path| path.with_file_name(MIN_BLOCKING_PLUGIN));
     let rss_floor = [
         (Plugin::RustMin, &rust_min),
         (Plugin::RustMinStatic, &rust_min_static),
@@ -542,6 +590,9 @@ fn main() {
             (Plugin::GoTest, go_plugin),
             (Plugin::RustMin, rust_min),
             (Plugin::RustMinStatic, rust_min_static),
+            (Plugin::RustMinBlocking, blocking[0].clone()),
+            (Plugin::RustMinBlockingStatic, blocking[1].clone()),
+            (Plugin::RustMinBlockingSmall, blocking[2].clone()),
             (Plugin::RustMinSmall, rust_min_small),
             (Plugin::GoMin, go_min),
             (Plugin::GoMinStatic, go_min_static),
@@ -592,12 +643,17 @@ fn main() {
             }
         }
     }
-    // The other builds of the minimal plugins, for their idle memory only
-    // (read before the measured calls, so few calls).
+    // The other builds of the minimal plugins, and the minimal plugin on
+    // the blocking stub, for their idle memory only (read before the
+    // measured calls, so few calls; each call's merged adjustment is checked
+    // all the same).
     let mut memory = Vec::new();
     for plugin in [
+        Plugin::RustMinBlocking,
         Plugin::RustMinStatic,
+        Plugin::RustMinBlockingStatic,
         Plugin::RustMinSmall,
+        Plugin::RustMinBlockingSmall,
         Plugin::GoMinStatic,
     ] {
         let args = [
@@ -781,6 +837,9 @@ impl RawChains {
                 Plugin::RustMin
                 | Plugin::RustMinStatic
                 | Plugin::RustMinSmall
+                | Plugin::RustMinBlocking
+                | Plugin::RustMinBlockingStatic
+                | Plugin::RustMinBlockingSmall
                 | Plugin::GoMin
                 | Plugin::GoMinStatic,
             ) => self.many_min,
@@ -1506,7 +1565,7 @@ fn against(value: f64, target: f64) -> String {
 /// Median idle `VmRSS` (KiB) of `nri-rs-rss-floor` in the build of
 /// `plugin`, if it was measured.
 fn floor_rss(res: &Results, plugin: Plugin) -> Option<u64> {
-    let values = res.rss_floor.get(&plugin)?;
+    let values = res.rss_floor.get(&plugin.min_build())?;
     (!values.is_empty()).then(|| median_idle(values, |i| i.vm_rss))
 }
 
@@ -1532,19 +1591,21 @@ fn render_rss_floor(d: &mut String, res: &Results, plugin_rss: &dyn Fn(Plugin) -
     );
     let _ = writeln!(
         d,
-        "| build | floor median VmRSS | floor RssAnon | minimal plugin median VmRSS | the plugin's own share | floor over Go's default build | over Go's static build |\n\
-         |---|---:|---:|---:|---:|---:|---:|"
+        "| build | floor median VmRSS | floor RssAnon | minimal plugin, async stub: median VmRSS | its own share | blocking stub: median VmRSS | its own share | floor over Go's default build | over Go's static build |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let (go, go_static) = (plugin_rss(Plugin::GoMin), plugin_rss(Plugin::GoMinStatic));
     for (plugin, values) in res.rss_floor.iter().filter(|(_, v)| !v.is_empty()) {
         let floor = median_idle(values, |i| i.vm_rss);
         let ours = plugin_rss(*plugin);
+        let blocking = plugin.blocking_of().map_or(0, plugin_rss);
         let _ = writeln!(
             d,
-            "| {} | {floor} KiB | {} KiB | {ours} KiB | {} KiB | {:.2} | {:.2} |",
+            "| {} | {floor} KiB | {} KiB | {ours} KiB | {} KiB | {blocking} KiB | {} KiB | {:.2} | {:.2} |",
             plugin.label(),
             median_idle(values, |i| i.rss_anon),
             ours.saturating_sub(floor),
+            blocking.saturating_sub(floor),
             floor as f64 / go.max(1) as f64,
             floor as f64 / go_static.max(1) as f64,
         );
@@ -1665,19 +1726,21 @@ fn render_targets(d: &mut String, res: &Results) {
     }
     let (rss, _) = plugin_memory(res);
     let med = |side: Plugin| median_u64(rss.get(&side).map_or(&[], Vec::as_slice));
+    // Our minimal plugin is the smallest our library makes: on the blocking
+    // stub (the async stub's is in the memory section).
     for (rust, go, what) in [
         (
-            Plugin::RustMin,
+            Plugin::RustMinBlocking,
             Plugin::GoMin,
             "each toolchain's default build",
         ),
         (
-            Plugin::RustMinStatic,
+            Plugin::RustMinBlockingStatic,
             Plugin::GoMin,
             "ours static as shipped, Go's default build",
         ),
         (
-            Plugin::RustMinSmall,
+            Plugin::RustMinBlockingSmall,
             Plugin::GoMinStatic,
             "both static, ours built for size",
         ),
@@ -1731,7 +1794,10 @@ fn render_memory(d: &mut String, res: &Results) {
          synchronized, idle), before the measured calls. Median over all plugin processes of \
          that kind in the run (both runtimes). The minimal plugins compare like with like: \
          each is the smallest plugin its library makes possible (connect, register, answer \
-         CreateContainer with one annotation); the test plugins carry a JSON configuration, an \
+         CreateContainer with one annotation). Ours comes twice: on the async stub \
+         (`nri-rs-min-plugin`, a current-thread tokio runtime) and on the blocking stub \
+         (`nri-rs-min-blocking-plugin`, `nri_stub::blocking`: the same handler served on the \
+         main thread, no async runtime), the smaller, which the targets use. The test plugins carry a JSON configuration, an \
          event log and every handler. Ours installs no subscriber and builds `tracing` with \
          `release_max_level_off`, so it carries no log events (Go's logs to its standard \
          error through logrus, as the official stub does). The bench builds the minimal plugins in several forms: \
@@ -1767,25 +1833,46 @@ fn render_memory(d: &mut String, res: &Results) {
     render_rss_floor(d, res, &med);
     for (rust, go, what) in [
         (
+            Plugin::RustMinBlocking,
+            Plugin::GoMin,
+            "minimal plugins, each as its toolchain builds it by default (dynamically linked), \
+             ours on the blocking stub",
+        ),
+        (
             Plugin::RustMin,
             Plugin::GoMin,
-            "minimal plugins, each as its toolchain builds it by default (dynamically linked)",
+            "the same, ours on the async stub",
+        ),
+        (
+            Plugin::RustMinBlockingStatic,
+            Plugin::GoMinStatic,
+            "minimal plugins, both static, default release profile, ours on the blocking stub",
         ),
         (
             Plugin::RustMinStatic,
             Plugin::GoMinStatic,
-            "minimal plugins, both static, default release profile",
+            "the same, ours on the async stub",
+        ),
+        (
+            Plugin::RustMinBlockingStatic,
+            Plugin::GoMin,
+            "minimal plugins, ours static as shipped (default release profile) against Go's \
+             default build, ours on the blocking stub",
         ),
         (
             Plugin::RustMinStatic,
             Plugin::GoMin,
-            "minimal plugins, ours static as shipped (default release profile) against Go's \
-             default build",
+            "the same, ours on the async stub",
+        ),
+        (
+            Plugin::RustMinBlockingSmall,
+            Plugin::GoMinStatic,
+            "minimal plugins, both static, ours built for size, on the blocking stub",
         ),
         (
             Plugin::RustMinSmall,
             Plugin::GoMinStatic,
-            "minimal plugins, both static, ours built for size",
+            "the same, ours on the async stub",
         ),
         (Plugin::RustTest, Plugin::GoTest, "test plugins"),
     ] {
@@ -2224,12 +2311,12 @@ What the figures are made of, from `/proc/<pid>/smaps` of minimal plugins (measu
 apart on the same machine, connected to our runtime and answering calls; the builds are the \
 bench's):
 
-| | Rust, dynamic | Rust, static | Go, static |
-|---|---:|---:|---:|
-| the program's own file pages (text, rodata, data) | 1,220 KiB (2.1 MB binary) | 2,136 KiB (3.1 MB binary, the parts of glibc it uses included) | 5,988 KiB (10.2 MB binary) |
-| libc, ld.so, libgcc_s file pages | 1,588 KiB | – | – |
-| anonymous (`RssAnon`: heap, stacks, runtime) | 280 KiB | 236 KiB | about 1,500 KiB |
-| threads | 1 | 1 | 5 |
+| | Rust, dynamic | Rust, static | Rust, blocking stub, dynamic | Rust, blocking stub, static | Go, static |
+|---|---:|---:|---:|---:|---:|
+| the program's own file pages (text, rodata, data) | 1,220 KiB (2.1 MB binary) | 2,136 KiB (3.1 MB binary, the parts of glibc it uses included) | 656 KiB (1.0 MB binary) | 1,464 KiB (2.0 MB binary) | 5,988 KiB (10.2 MB binary) |
+| libc, ld.so, libgcc_s file pages | 1,588 KiB | – | 1,512 KiB | – | – |
+| anonymous (`RssAnon`: heap, stacks, runtime) | 280 KiB | 236 KiB | 156 KiB | 124 KiB | about 1,500 KiB |
+| threads | 1 | 1 | 1 | 1 | 5 |
 
 * The Rust plugin's private memory is small: one thread (a current-thread tokio runtime \
   spawns no worker threads, and the stub does no blocking file work, so no blocking-pool \
@@ -2265,6 +2352,24 @@ bench's):
   hour later: 2,300, 2,208 and 2,096 KiB. A binary's pages count only while the page cache \
   holds them, and what it holds of a file changes with time and with what else runs, so \
   the figures of one binary move between runs by tens of KiB.
+* The blocking stub (`nri_stub::blocking`) is what a plugin that needs no async runtime \
+  can use instead: the same handlers as plain methods, served on the main thread with \
+  blocking socket calls, without tokio, logging, trace contexts or requests of the \
+  plugin's own. Its minimal plugin's text is 541 KB against 1,011 KB (dynamic), its \
+  binary 1.0 MB against 1.9 MB. What its 290 KB of text beyond the floor's 251 KB hold, by \
+  symbol size: about 100 KiB of NRI message code (each message's decoder and encoder, \
+  and their drop code, which the compiler copies into each code unit that drops a \
+  message), 65 KiB of prost's generic code for those messages, 40 KiB of `BTreeMap` \
+  code for their maps, 40 KiB of the stub itself (its whole Plugin service, the \
+  identity, connection and version rules). A plugin decodes most messages whatever it \
+  handles: every request carries the pod and the container with all their fields. \
+  Merging the decoders of the requests that carry only a pod and a container into one \
+  took 26 KB of text out; taking the stub's code out of the plugin's crate (a trait \
+  object instead of generic code) or decoding requests on the heap each added 6 to \
+  15 KB, and were not kept. Practically all of the text is resident: in the dynamic \
+  build all 9 of the 64 KiB windows the kernel maps around touched pages were mapped \
+  in whole, the standard library's backtrace printer (never run) included, because \
+  each window also holds code that runs.
 * What a plugin author can do about it: a current-thread runtime and no logging subscriber \
   or JSON configuration (the test plugin, with `serde_json`, `tracing-subscriber` and an \
   event log, is about 1 MiB bigger); if the plugin does not log, `tracing` with \
