@@ -2313,9 +2313,9 @@ bench's):
 
 | | Rust, dynamic | Rust, static | Rust, blocking stub, dynamic | Rust, blocking stub, static | Go, static |
 |---|---:|---:|---:|---:|---:|
-| the program's own file pages (text, rodata, data) | 1,220 KiB (2.1 MB binary) | 2,136 KiB (3.1 MB binary, the parts of glibc it uses included) | 656 KiB (1.0 MB binary) | 1,464 KiB (2.0 MB binary) | 5,988 KiB (10.2 MB binary) |
-| libc, ld.so, libgcc_s file pages | 1,588 KiB | – | 1,512 KiB | – | – |
-| anonymous (`RssAnon`: heap, stacks, runtime) | 280 KiB | 236 KiB | 156 KiB | 124 KiB | about 1,500 KiB |
+| the program's own file pages (text, rodata, data) | 1,220 KiB (2.1 MB binary) | 2,136 KiB (3.1 MB binary, the parts of glibc it uses included) | 572 KiB (0.9 MB binary) | 1,328 KiB (1.9 MB binary) | 5,988 KiB (10.2 MB binary) |
+| libc, ld.so, libgcc_s file pages | 1,588 KiB | – | 1,632 KiB | – | – |
+| anonymous (`RssAnon`: heap, stacks, runtime) | 280 KiB | 236 KiB | 144 KiB | 100 KiB | about 1,500 KiB |
 | threads | 1 | 1 | 1 | 1 | 5 |
 
 * The Rust plugin's private memory is small: one thread (a current-thread tokio runtime \
@@ -2355,21 +2355,25 @@ bench's):
 * The blocking stub (`nri_stub::blocking`) is what a plugin that needs no async runtime \
   can use instead: the same handlers as plain methods, served on the main thread with \
   blocking socket calls, without tokio, logging, trace contexts or requests of the \
-  plugin's own. Its minimal plugin's text is 541 KB against 1,011 KB (dynamic), its \
-  binary 1.0 MB against 1.9 MB. What its 290 KB of text beyond the floor's 251 KB hold, by \
-  symbol size: about 100 KiB of NRI message code (each message's decoder and encoder, \
-  and their drop code, which the compiler copies into each code unit that drops a \
-  message), 65 KiB of prost's generic code for those messages, 40 KiB of `BTreeMap` \
-  code for their maps, 40 KiB of the stub itself (its whole Plugin service, the \
-  identity, connection and version rules). A plugin decodes most messages whatever it \
-  handles: every request carries the pod and the container with all their fields. \
-  Merging the decoders of the requests that carry only a pod and a container into one \
-  took 26 KB of text out; taking the stub's code out of the plugin's crate (a trait \
-  object instead of generic code) or decoding requests on the heap each added 6 to \
-  15 KB, and were not kept. Practically all of the text is resident: in the dynamic \
-  build all 9 of the 64 KiB windows the kernel maps around touched pages were mapped \
-  in whole, the standard library's backtrace printer (never run) included, because \
-  each window also holds code that runs.
+  plugin's own. Its minimal plugin's text is 471 KB against 1,011 KB (dynamic), its \
+  binary 0.9 MB against 1.9 MB. Its 220 KB of text beyond the floor's 251 KB hold, by \
+  symbol size, mostly the NRI messages it decodes and encodes: their decoders and \
+  encoders, prost's generic code for them, `BTreeMap` code for their maps, and their \
+  drop code, which the compiler copies into each code unit that drops a message. A \
+  plugin decodes most messages whatever it handles: every request carries the pod and \
+  the container with all their fields. What went, measured on the text of the dynamic \
+  build: one decoder for all the requests that carry only a pod and a container \
+  (567 to 541 KB); the events a plugin handles are a constant of its type \
+  (`Plugin::EVENTS`), so the requests of the others, with the decoders and encoders \
+  only they use (the validation request's maps of field owners, for one), are not \
+  compiled into it (541 to 473 KB); and the pod and container are decoded in place on \
+  the heap and lent to the handler, which took 20 KiB of stack (and of `RssAnon`) \
+  away. Taking the stub's \
+  code out of the plugin's crate (a trait object instead of generic code) added 6 KB, \
+  and was not kept. Practically all of the text is resident: in the dynamic build every \
+  64 KiB window the kernel maps around touched pages was mapped in whole, the standard \
+  library's backtrace printer (never run) included, because each window also holds \
+  code that runs.
 * What a plugin author can do about it: a current-thread runtime and no logging subscriber \
   or JSON configuration (the test plugin, with `serde_json`, `tracing-subscriber` and an \
   event log, is about 1 MiB bigger); if the plugin does not log, `tracing` with \

@@ -150,13 +150,24 @@ impl EventMask {
         bit_of(event as i32)
     }
 
-    /// A mask with exactly the given events set.
-    pub fn from_events(events: &[Event]) -> EventMask {
-        let mut mask = EventMask::EMPTY;
-        for e in events {
-            mask.set(*e);
+    /// A mask with exactly the given events set; usable in constants.
+    ///
+    /// ```
+    /// use nri_api::{Event, EventMask};
+    ///
+    /// const CONTAINERS: EventMask =
+    ///     EventMask::from_events(&[Event::CreateContainer, Event::StopContainer]);
+    /// assert!(CONTAINERS.is_set(Event::StopContainer));
+    /// assert!(!CONTAINERS.is_set(Event::RunPodSandbox));
+    /// ```
+    pub const fn from_events(events: &[Event]) -> EventMask {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < events.len() {
+            bits |= Self::bit(events[i]);
+            i += 1;
         }
-        mask
+        EventMask(bits)
     }
 
     /// The raw wire value.

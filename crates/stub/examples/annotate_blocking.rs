@@ -13,9 +13,7 @@ struct Annotate {
 }
 
 impl Plugin for Annotate {
-    fn events(&self) -> EventMask {
-        EventMask::from_events(&[Event::CreateContainer])
-    }
+    const EVENTS: EventMask = EventMask::from_events(&[Event::CreateContainer]);
 
     fn synchronize(
         &mut self,

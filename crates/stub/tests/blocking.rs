@@ -14,28 +14,33 @@ use nri_stub::{ConfigureInfo, CreateContainerResult, HandlerResult, PLUGIN_NRI_V
 use nri_ttrpc::Code;
 use support::*;
 
-/// A blocking plugin that handles every event and records its calls.
+/// A blocking plugin that handles the events `EVENTS` (raw mask) and
+/// records its calls.
 #[derive(Clone)]
-struct Recorder {
+struct Recorder<const EVENTS: i32> {
     calls: Arc<Mutex<Vec<String>>>,
     configured: Arc<Mutex<Option<ConfigureInfo>>>,
-    events: EventMask,
     /// Returned from configure; `Err` fails it.
     subscribe: Result<EventMask, &'static str>,
 }
 
-impl Default for Recorder {
+/// Handles every event.
+type Full = Recorder<{ EventMask::VALID_EVENTS.raw() }>;
+
+/// Handles only CreateContainer.
+const CREATE_ONLY: i32 = EventMask::from_events(&[Event::CreateContainer]).raw();
+
+impl<const EVENTS: i32> Default for Recorder<EVENTS> {
     fn default() -> Self {
         Recorder {
             calls: Arc::default(),
             configured: Arc::default(),
-            events: EventMask::VALID_EVENTS,
             subscribe: Ok(EventMask::default()),
         }
     }
 }
 
-impl Recorder {
+impl<const EVENTS: i32> Recorder<EVENTS> {
     fn record(&self, call: String) {
         self.calls.lock().unwrap().push(call);
     }
@@ -51,10 +56,8 @@ fn shares(r: Option<&LinuxResources>) -> String {
         .map_or_else(|| "-".into(), |s| s.value.to_string())
 }
 
-impl Plugin for Recorder {
-    fn events(&self) -> EventMask {
-        self.events
-    }
+impl<const EVENTS: i32> Plugin for Recorder<EVENTS> {
+    const EVENTS: EventMask = EventMask(EVENTS);
 
     fn configure(&mut self, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         *self.configured.lock().unwrap() = Some(info.clone());
@@ -214,7 +217,10 @@ fn pair() -> (std::os::unix::net::UnixStream, tokio::net::UnixStream) {
 }
 
 /// Runs a blocking stub for `plugin` on a thread of its own against a fake runtime.
-fn start(plugin: Recorder, registration: Registration) -> (Run, FakeRuntime) {
+fn start<const EVENTS: i32>(
+    plugin: Recorder<EVENTS>,
+    registration: Registration,
+) -> (Run, FakeRuntime) {
     let (plugin_end, runtime_end) = pair();
     let runtime = FakeRuntime::new(runtime_end, registration);
     let mut stub = Stub::builder(plugin)
@@ -245,7 +251,7 @@ fn status_of(err: nri_ttrpc::Error) -> nri_ttrpc::Status {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn blocking_full_session() {
-    let plugin = Recorder::default();
+    let plugin = Full::default();
     let (run, mut rt) = start(plugin.clone(), Registration::Accept);
     let reg = rt.registration().await;
     assert_eq!(
@@ -565,7 +571,7 @@ async fn blocking_full_session() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn blocking_subscribes_to_what_configure_asks() {
-    let plugin = Recorder {
+    let plugin = Full {
         subscribe: Ok(EventMask::from_events(&[Event::StartContainer])),
         ..Recorder::default()
     };
@@ -599,7 +605,7 @@ async fn blocking_subscribes_to_what_configure_asks() {
 #[tokio::test(flavor = "multi_thread")]
 async fn blocking_configure_failures_end_the_run() {
     // The handler's own error.
-    let plugin = Recorder {
+    let plugin = Full {
         subscribe: Err("no config for me"),
         ..Recorder::default()
     };
@@ -617,8 +623,7 @@ async fn blocking_configure_failures_end_the_run() {
     }
 
     // Events without a handler.
-    let plugin = Recorder {
-        events: EventMask::from_events(&[Event::CreateContainer]),
+    let plugin = Recorder::<CREATE_ONLY> {
         subscribe: Ok(EventMask::from_events(&[
             Event::CreateContainer,
             Event::StopContainer,
@@ -642,7 +647,7 @@ async fn blocking_configure_failures_end_the_run() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn blocking_registration_refused_or_unanswered() {
-    let (run, mut rt) = start(Recorder::default(), Registration::Refuse);
+    let (run, mut rt) = start(Full::default(), Registration::Refuse);
     rt.registration().await;
     match outcome(run).await {
         Err(nri_stub::Error::Register(nri_ttrpc::Error::Status(status))) => {
@@ -654,7 +659,7 @@ async fn blocking_registration_refused_or_unanswered() {
 
     let (plugin_end, runtime_end) = pair();
     let mut rt = FakeRuntime::new(runtime_end, Registration::Hold);
-    let mut stub = Stub::builder(Recorder::default())
+    let mut stub = Stub::builder(Full::default())
         .name("blocker")
         .index("43")
         .connection(plugin_end)
@@ -672,7 +677,7 @@ async fn blocking_registration_refused_or_unanswered() {
 #[tokio::test(flavor = "multi_thread")]
 async fn blocking_oversized_frame_ends_the_run_with_a_protocol_error() {
     let (plugin_end, mut runtime_end) = std::os::unix::net::UnixStream::pair().unwrap();
-    let mut stub = Stub::builder(Recorder::default())
+    let mut stub = Stub::builder(Full::default())
         .name("blocker")
         .index("43")
         .connection(plugin_end)
@@ -693,7 +698,7 @@ async fn blocking_oversized_frame_ends_the_run_with_a_protocol_error() {
 async fn blocking_given_connection_serves_one_run() {
     let (plugin_end, runtime_end) = pair();
     let rt = FakeRuntime::new(runtime_end, Registration::Accept);
-    let mut stub = Stub::builder(Recorder::default())
+    let mut stub = Stub::builder(Full::default())
         .name("blocker")
         .index("43")
         .connection(plugin_end)
@@ -716,10 +721,7 @@ async fn blocking_given_connection_serves_one_run() {
 
 #[test]
 fn blocking_plugin_without_events_is_refused() {
-    let plugin = Recorder {
-        events: EventMask::default(),
-        ..Recorder::default()
-    };
+    let plugin = Recorder::<0>::default();
     let built = Stub::builder(plugin).name("blocker").index("43").build();
     assert!(matches!(built, Err(nri_stub::Error::NoHandlers { .. })));
 }
@@ -728,7 +730,7 @@ fn blocking_plugin_without_events_is_refused() {
 fn blocking_dial_failure_names_the_socket() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("absent.sock");
-    let mut stub = Stub::builder(Recorder::default())
+    let mut stub = Stub::builder(Full::default())
         .name("blocker")
         .index("43")
         .socket_path(&socket)
@@ -738,4 +740,44 @@ fn blocking_dial_failure_names_the_socket() {
         Err(nri_stub::Error::Connect { socket: named, .. }) => assert_eq!(named, socket),
         other => panic!("expected a connect error, got {other:?}"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn blocking_requests_of_events_outside_the_plugins_are_unimplemented() {
+    let plugin = Recorder::<CREATE_ONLY>::default();
+    let (run, mut rt) = start(plugin.clone(), Registration::Accept);
+    rt.registration().await;
+    let reply = rt.configure().await.unwrap();
+    assert_eq!(reply.events, CREATE_ONLY);
+    let stopped = rt
+        .call::<_, StopContainerResponse>(
+            method::STOP_CONTAINER,
+            &StopContainerRequest {
+                pod: Some(pod("pod")),
+                container: Some(container("ctr", "pod")),
+            },
+        )
+        .await;
+    let status = status_of(stopped.unwrap_err());
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::Unimplemented, "method StopContainer")
+    );
+    let created: CreateContainerResponse = rt
+        .call(
+            method::CREATE_CONTAINER,
+            &CreateContainerRequest {
+                pod: Some(pod("pod")),
+                container: Some(container("ctr", "pod")),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(created.adjust.is_some());
+    assert_eq!(plugin.take_calls(), vec!["create_container pod ctr"]);
+    rt.disappear();
+    assert!(matches!(
+        outcome(run).await,
+        Err(nri_stub::Error::Disconnected)
+    ));
 }

@@ -23,9 +23,7 @@ struct Minimal {
 }
 
 impl Plugin for Minimal {
-    fn events(&self) -> EventMask {
-        EventMask::from_events(&[Event::CreateContainer])
-    }
+    const EVENTS: EventMask = EventMask::from_events(&[Event::CreateContainer]);
 
     fn create_container(
         &mut self,

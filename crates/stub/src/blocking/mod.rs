@@ -12,9 +12,11 @@
 //! What it leaves out, to stay small: tokio, logging, trace contexts, a
 //! plugin-side request timeout, a failure policy, and requests of the plugin's
 //! own (`UpdateContainers` outside a handler's reply). A plugin with one
-//! handler built on it is about half the size of the same plugin on the async
-//! stub, and an idle one has about a fifth less resident memory (half the
-//! private memory: one thread, a small heap). Use the async stub for anything
+//! handler built on it is less than half the size of the same plugin on the
+//! async stub, and an idle one has about a fifth less resident memory (half
+//! the private memory: one thread, a small heap). The events a plugin handles
+//! are a constant ([`Plugin::EVENTS`]), so the code for the requests of the
+//! others is not compiled into it. Use the async stub for anything
 //! that needs what this one leaves out.
 //!
 //! ```no_run
@@ -25,9 +27,7 @@
 //! struct Annotator;
 //!
 //! impl Plugin for Annotator {
-//!     fn events(&self) -> EventMask {
-//!         EventMask::from_events(&[Event::CreateContainer])
-//!     }
+//!     const EVENTS: EventMask = EventMask::from_events(&[Event::CreateContainer]);
 //!
 //!     fn create_container(&mut self, _: &PodSandbox, _: &Container)
 //!         -> HandlerResult<CreateContainerResult> {
@@ -72,7 +72,7 @@ use wire::{timed_out, Wire, WireError};
 /// An NRI plugin served by the blocking [`Stub`]: the handlers of the async
 /// [`Plugin`](crate::Plugin), as plain methods.
 ///
-/// [`events`](Plugin::events) names the events the plugin handles; every
+/// [`EVENTS`](Plugin::EVENTS) names the events the plugin handles; every
 /// handler has a default that does nothing and succeeds. A handler error
 /// fails the request: the runtime receives code `Unknown` and the error's
 /// text (for [`validate_container_adjustment`](Plugin::validate_container_adjustment),
@@ -92,9 +92,7 @@ use wire::{timed_out, Wire, WireError};
 /// }
 ///
 /// impl Plugin for Counter {
-///     fn events(&self) -> EventMask {
-///         EventMask::from_events(&[Event::StartContainer])
-///     }
+///     const EVENTS: EventMask = EventMask::from_events(&[Event::StartContainer]);
 ///
 ///     fn start_container(&mut self, _: &PodSandbox, _: &Container) -> HandlerResult<()> {
 ///         self.started += 1;
@@ -105,18 +103,22 @@ use wire::{timed_out, Wire, WireError};
 /// let mut counter = Counter::default();
 /// counter.start_container(&PodSandbox::default(), &Container::default()).unwrap();
 /// assert_eq!(counter.started, 1);
-/// assert!(counter.events().is_set(Event::StartContainer));
+/// assert!(Counter::EVENTS.is_set(Event::StartContainer));
 /// ```
 pub trait Plugin {
     /// The events this plugin handles. The stub refuses to start a plugin
     /// whose mask is empty; `configure`, `synchronize` and `shutdown` are
     /// requests every plugin receives and are not part of it.
-    fn events(&self) -> EventMask;
+    ///
+    /// A constant, so that the code for the requests of the other events
+    /// (their decoders, and the encoders of their replies) is left out of
+    /// the plugin: the runtime never sends them to it.
+    const EVENTS: EventMask;
 
     /// The runtime configures the plugin; this is the first request after
     /// registration. Returns the events to subscribe to: an empty mask means
-    /// all of [`events`](Plugin::events). As with the async stub, events
-    /// outside [`events`](Plugin::events), or that the runtime's NRI version
+    /// all of [`EVENTS`](Plugin::EVENTS). As with the async stub, events
+    /// outside [`EVENTS`](Plugin::EVENTS), or that the runtime's NRI version
     /// cannot deliver, fail the configuration.
     fn configure(&mut self, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         let _ = info;
@@ -302,11 +304,11 @@ impl<P: Plugin> StubBuilder<P> {
 
     /// Checks the options and makes the stub; nothing is connected yet.
     ///
-    /// Fails with [`Error::NoHandlers`] when [`Plugin::events`] is empty,
+    /// Fails with [`Error::NoHandlers`] when [`Plugin::EVENTS`] is empty,
     /// and with [`Error::Identity`] when the name or index is invalid or
     /// cannot be worked out.
     pub fn build(self) -> Result<Stub<P>, Error> {
-        let implemented = self.plugin.events();
+        let implemented = P::EVENTS;
         if implemented.is_empty() {
             return Err(Error::NoHandlers {
                 plugin: std::any::type_name::<P>(),
@@ -345,9 +347,7 @@ impl<P: Plugin> StubBuilder<P> {
 /// struct Logger;
 ///
 /// impl Plugin for Logger {
-///     fn events(&self) -> EventMask {
-///         EventMask::from_events(&[Event::StartContainer])
-///     }
+///     const EVENTS: EventMask = EventMask::from_events(&[Event::StartContainer]);
 ///
 ///     fn start_container(&mut self, pod: &PodSandbox, ctr: &Container)
 ///         -> nri_stub::HandlerResult<()> {

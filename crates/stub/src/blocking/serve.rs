@@ -61,6 +61,38 @@ fn decode<M: Message + Default>(payload: &[u8]) -> Result<M, Status> {
         .map_err(|err| Status::invalid_argument(format!("unmarshal request error: {err}")))
 }
 
+/// Decodes a request that carries a pod and a container, and lends them to
+/// `handle` (with UpdateContainer's new resources); an empty pod or
+/// container stands in for one the runtime left out. They are decoded in
+/// place on the heap: they are large, and the handlers only borrow them.
+#[inline(never)]
+fn with_pod_event<R>(
+    payload: &[u8],
+    handle: impl FnOnce(&PodSandbox, &Container, Option<&LinuxResources>) -> R,
+) -> Result<R, Status> {
+    let mut req = Box::<PodEvent>::default();
+    req.pod = Some(PodSandbox::default());
+    req.container = Some(Container::default());
+    // Merged from `&mut &[u8]`, as `Message::decode` merges: the decoders
+    // of the messages inside are then the ones the other requests use, not
+    // a second copy of them for another buffer type.
+    let mut buf = payload;
+    req.merge(&mut buf)
+        .map_err(|err| Status::invalid_argument(format!("unmarshal request error: {err}")))?;
+    let PodEvent {
+        pod: Some(pod),
+        container: Some(ctr),
+        linux_resources,
+    } = &*req
+    else {
+        // Merging only fills in what the runtime sent: both stay present.
+        return Err(Status::internal(
+            "decoded request lost its pod or container",
+        ));
+    };
+    Ok(handle(pod, ctr, linux_resources.as_ref()))
+}
+
 /// The reply of a handler that returns nothing: an empty message.
 fn done(result: HandlerResult<()>) -> Handled {
     result.map(|()| Vec::new()).map_err(handler_status)
@@ -93,6 +125,20 @@ fn notification(name: &str) -> Option<Event> {
         _ => return None,
     })
 }
+
+/// The events of [`notification`], the ones the generic StateChange of
+/// older runtimes delivers.
+const NOTIFICATIONS: EventMask = EventMask::from_events(&[
+    Event::RunPodSandbox,
+    Event::PostUpdatePodSandbox,
+    Event::StopPodSandbox,
+    Event::RemovePodSandbox,
+    Event::PostCreateContainer,
+    Event::StartContainer,
+    Event::PostStartContainer,
+    Event::PostUpdateContainer,
+    Event::RemoveContainer,
+]);
 
 /// Calls the handler of a notification event.
 fn notify<P: Plugin>(
@@ -195,40 +241,44 @@ impl<'a, P: Plugin> Session<'a, P> {
             ));
         };
         let p = &mut *self.plugin;
-        if let Some(event) = notification(name) {
-            let req: PodEvent = decode(payload)?;
-            let (pod, ctr) = (
-                req.pod.unwrap_or_default(),
-                req.container.unwrap_or_default(),
-            );
-            return done(notify(p, event, &pod, &ctr));
+        // Each event's arm is guarded by the plugin's constant `EVENTS`, so
+        // the arms of the events it does not handle, with the decoders and
+        // encoders only they use, are left out of it.
+        // A plugin that handles no notification event carries none of their code.
+        let notification = if (P::EVENTS & NOTIFICATIONS).is_empty() {
+            None
+        } else {
+            notification(name).filter(|event| P::EVENTS.is_set(*event))
+        };
+        if let Some(event) = notification {
+            return done(with_pod_event(payload, |pod, ctr, _| {
+                notify(p, event, pod, ctr)
+            })?);
         }
         match name {
             method::SYNCHRONIZE => synchronize(p, &mut self.pending_sync, decode(payload)?)
                 .map(|resp| resp.encode_to_vec()),
-            method::CREATE_CONTAINER | method::UPDATE_CONTAINER | method::STOP_CONTAINER => {
-                let req: PodEvent = decode(payload)?;
-                let (pod, ctr) = (
-                    req.pod.unwrap_or_default(),
-                    req.container.unwrap_or_default(),
-                );
-                match name {
-                    method::CREATE_CONTAINER => {
-                        let result = p.create_container(&pod, &ctr).map_err(handler_status)?;
-                        Ok(CreateContainerResponse {
-                            adjust: result.adjust,
-                            update: result.updates,
-                            evict: result.evictions,
-                        }
-                        .encode_to_vec())
-                    }
-                    method::UPDATE_CONTAINER => {
-                        updates(p.update_container(&pod, &ctr, req.linux_resources.as_ref()))
-                    }
-                    _ => updates(p.stop_container(&pod, &ctr)),
+            method::CREATE_CONTAINER if P::EVENTS.is_set(Event::CreateContainer) => {
+                let result = with_pod_event(payload, |pod, ctr, _| p.create_container(pod, ctr))?
+                    .map_err(handler_status)?;
+                Ok(CreateContainerResponse {
+                    adjust: result.adjust,
+                    update: result.updates,
+                    evict: result.evictions,
                 }
+                .encode_to_vec())
             }
-            method::UPDATE_POD_SANDBOX => {
+            method::UPDATE_CONTAINER if P::EVENTS.is_set(Event::UpdateContainer) => {
+                updates(with_pod_event(payload, |pod, ctr, resources| {
+                    p.update_container(pod, ctr, resources)
+                })?)
+            }
+            method::STOP_CONTAINER if P::EVENTS.is_set(Event::StopContainer) => {
+                updates(with_pod_event(payload, |pod, ctr, _| {
+                    p.stop_container(pod, ctr)
+                })?)
+            }
+            method::UPDATE_POD_SANDBOX if P::EVENTS.is_set(Event::UpdatePodSandbox) => {
                 let req: UpdatePodSandboxRequest = decode(payload)?;
                 done(p.update_pod_sandbox(
                     &req.pod.unwrap_or_default(),
@@ -236,7 +286,9 @@ impl<'a, P: Plugin> Session<'a, P> {
                     req.linux_resources.as_ref(),
                 ))
             }
-            method::VALIDATE_CONTAINER_ADJUSTMENT => {
+            method::VALIDATE_CONTAINER_ADJUSTMENT
+                if P::EVENTS.is_set(Event::ValidateContainerAdjustment) =>
+            {
                 let req = decode(payload)?;
                 let resp = match p.validate_container_adjustment(&req) {
                     Ok(()) => ValidateContainerAdjustmentResponse::default(),
@@ -247,7 +299,7 @@ impl<'a, P: Plugin> Session<'a, P> {
                 };
                 Ok(resp.encode_to_vec())
             }
-            method::STATE_CHANGE => {
+            method::STATE_CHANGE if !(P::EVENTS & NOTIFICATIONS).is_empty() => {
                 // The generic notification of runtimes before NRI v0.12, for
                 // the events the plugin is subscribed to.
                 let evt: StateChangeEvent = decode(payload)?;

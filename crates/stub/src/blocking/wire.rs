@@ -100,10 +100,15 @@ impl Wire {
                     self.reader.read_exact(&mut buf[start..])?;
                 }
                 None => {
-                    let skipped =
-                        io::copy(&mut (&mut self.reader).take(len as u64), &mut io::sink())?;
-                    if skipped < len as u64 {
-                        return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
+                    let mut left = len;
+                    while left > 0 {
+                        let available = self.reader.fill_buf()?.len();
+                        if available == 0 {
+                            return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
+                        }
+                        let skipped = available.min(left);
+                        self.reader.consume(skipped);
+                        left -= skipped;
                     }
                 }
             }
