@@ -308,8 +308,7 @@ impl<P: Plugin> StubBuilder<P> {
     /// and with [`Error::Identity`] when the name or index is invalid or
     /// cannot be worked out.
     pub fn build(self) -> Result<Stub<P>, Error> {
-        let implemented = P::EVENTS;
-        if implemented.is_empty() {
+        if P::EVENTS.is_empty() {
             return Err(Error::NoHandlers {
                 plugin: std::any::type_name::<P>(),
             });
@@ -324,7 +323,6 @@ impl<P: Plugin> StubBuilder<P> {
         Ok(Stub {
             plugin: self.plugin,
             identity,
-            implemented,
             given: self.connection.map(Some),
             env_socket: env_socket.map(Some),
             socket_path: self
@@ -373,7 +371,6 @@ impl<P: Plugin> StubBuilder<P> {
 pub struct Stub<P> {
     plugin: P,
     identity: Identity,
-    implemented: EventMask,
     /// `Some(Some(_))`: a given connection not used yet; `Some(None)`: used.
     given: Option<Option<UnixStream>>,
     /// `NRI_PLUGIN_SOCKET` at build time, until a run takes it.
@@ -425,7 +422,7 @@ impl<P: Plugin> Stub<P> {
     pub fn run(&mut self) -> Result<(), Error> {
         let stream = self.connect()?;
         let mut wire = Wire::new(stream).map_err(|_| Error::Disconnected)?;
-        let mut session = Session::new(&mut self.plugin, &self.identity, self.implemented);
+        let mut session = Session::new(&mut self.plugin, &self.identity);
 
         let request = RegisterPluginRequest {
             plugin_name: self.identity.name.clone(),

@@ -29,7 +29,6 @@ pub(crate) enum Control {
 pub(crate) struct Session<'a, P> {
     plugin: &'a mut P,
     identity: &'a Identity,
-    implemented: EventMask,
     /// `None` until the first Configure succeeded.
     subscribed: Option<EventMask>,
     /// The pods and containers of a split Synchronize received so far.
@@ -54,11 +53,15 @@ struct PodEvent {
     linux_resources: Option<LinuxResources>,
 }
 
-/// Decodes a request, or says why it could not be, as Go's ttRPC does.
+/// Why a request could not be decoded, in the words of Go's ttRPC.
+fn undecodable(err: prost::DecodeError) -> Status {
+    Status::invalid_argument(format!("unmarshal request error: {err}"))
+}
+
+/// Decodes a request, or says why it could not be.
 #[inline(never)]
 fn decode<M: Message + Default>(payload: &[u8]) -> Result<M, Status> {
-    M::decode(payload)
-        .map_err(|err| Status::invalid_argument(format!("unmarshal request error: {err}")))
+    M::decode(payload).map_err(undecodable)
 }
 
 /// Decodes a request that carries a pod and a container, and lends them to
@@ -77,8 +80,7 @@ fn with_pod_event<R>(
     // of the messages inside are then the ones the other requests use, not
     // a second copy of them for another buffer type.
     let mut buf = payload;
-    req.merge(&mut buf)
-        .map_err(|err| Status::invalid_argument(format!("unmarshal request error: {err}")))?;
+    req.merge(&mut buf).map_err(undecodable)?;
     let PodEvent {
         pod: Some(pod),
         container: Some(ctr),
@@ -162,11 +164,10 @@ fn notify<P: Plugin>(
 }
 
 impl<'a, P: Plugin> Session<'a, P> {
-    pub(crate) fn new(plugin: &'a mut P, identity: &'a Identity, implemented: EventMask) -> Self {
+    pub(crate) fn new(plugin: &'a mut P, identity: &'a Identity) -> Self {
         Session {
             plugin,
             identity,
-            implemented,
             subscribed: None,
             pending_sync: None,
             control: Control::Continue,
@@ -177,9 +178,7 @@ impl<'a, P: Plugin> Session<'a, P> {
     /// the run does next.
     pub(crate) fn serve(&mut self, envelope: &[u8]) -> (Vec<u8>, Control) {
         let reply = match Request::decode(envelope) {
-            Err(err) => Err(Status::invalid_argument(format!(
-                "unmarshal request error: {err}"
-            ))),
+            Err(err) => Err(undecodable(err)),
             Ok(req) if req.service != PLUGIN_SERVICE => {
                 Err(Status::unimplemented(format!("service {}", req.service)))
             }
@@ -324,7 +323,7 @@ impl<'a, P: Plugin> Session<'a, P> {
             runtime: runtime_info(req),
         };
         let outcome = match self.plugin.configure(&info) {
-            Ok(requested) => subscription(requested, self.implemented, &info.runtime),
+            Ok(requested) => subscription(requested, P::EVENTS, &info.runtime),
             Err(err) => Err(Error::Configure(err)),
         };
         match outcome {
