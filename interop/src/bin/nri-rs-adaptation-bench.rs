@@ -166,6 +166,18 @@ struct Report {
     /// chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     polling_runtime_cpu_us_per_call: Option<f64>,
+    /// The polling chain's calls made by a runtime that does the
+    /// protocol's own work and nothing else: each request encoded from the
+    /// merged result so far, each reply decoded and merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    encoding_chain: Option<Latency>,
+    /// That chain's time per call spent encoding, decoding and merging,
+    /// timed around that work alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    encoding_chain_work: Option<Latency>,
+    /// CPU time of the runtime process per measured call of that chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    encoding_runtime_cpu_us_per_call: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     startup: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -899,14 +911,26 @@ impl Pending {
     /// Consumes whole frames until the reply with ttRPC stream id `id` on
     /// the plugin service connection; `false` if it has not arrived yet.
     fn take_reply(&mut self, id: u32) -> Result<bool, Failure> {
+        Ok(self.take(id, false)?.is_some())
+    }
+
+    /// Consumes whole frames until the reply with ttRPC stream id `id` on
+    /// the plugin service connection and returns its ttRPC message (empty
+    /// unless `body`); `None` if it has not arrived yet.
+    fn take(&mut self, id: u32, body: bool) -> Result<Option<Vec<u8>>, Failure> {
         let mut at = 0;
-        let mut found = false;
+        let mut found = None;
         while let Some((stream, used)) = complete_frame(&self.buf[at..self.len])? {
-            at += used;
             if stream == Some(id) {
-                found = true;
+                let start = at + nri_mux::HEADER_LEN + nri_ttrpc::frame::HEADER_LEN;
+                found = Some(match body {
+                    true => self.buf[start..at + used].to_vec(),
+                    false => Vec::new(),
+                });
+                at += used;
                 break;
             }
+            at += used;
         }
         self.buf.copy_within(at..self.len, 0);
         self.len -= at;
@@ -942,6 +966,9 @@ struct EventLoopChain {
     next_id: u32,
     pending: Vec<Pending>,
     plugins: Plugins,
+    /// The name each plugin's adjustments are merged under
+    /// ([`EventLoopChain::call_encoding`]), as at the recording call.
+    names: Vec<String>,
 }
 
 impl EventLoopChain {
@@ -959,7 +986,11 @@ impl EventLoopChain {
             .map(nri_mux::UnixTrunk::new)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("event-loop chain: {e}"))?;
+        let names = (0..conns.len())
+            .map(|i| format!("{i:02}-chain{i}"))
+            .collect();
         Ok(EventLoopChain {
+            names,
             conns,
             frames,
             next_id,
@@ -978,22 +1009,107 @@ impl EventLoopChain {
         poll: Duration,
         per_call: &CpuPerCall<'_>,
     ) -> Result<(Latency, Option<f64>), Failure> {
+        let (latency, cpu, _) = self.measure_calls(args, poll, false, per_call).await?;
+        Ok((latency, cpu))
+    }
+
+    /// As [`EventLoopChain::measure`], each call made by
+    /// [`EventLoopChain::call_encoding`] if `encode`; then also the time
+    /// per call spent on that work.
+    async fn measure_calls(
+        &mut self,
+        args: &Args,
+        poll: Duration,
+        encode: bool,
+        per_call: &CpuPerCall<'_>,
+    ) -> Result<(Latency, Option<f64>, Vec<Duration>), Failure> {
         let mut samples = Vec::with_capacity(args.n);
+        let mut work = Vec::with_capacity(if encode { args.n } else { 0 });
         let mut before = None;
         for i in 0..args.warmup + args.n {
             if i == args.warmup {
                 before = Some(cpu_ticks(std::process::id(), &self.plugins.0)?);
             }
             let start = Instant::now();
-            self.call(poll)
-                .await
-                .map_err(|e| format!("event-loop chain, call {i}: {e}"))?;
+            let spent = match encode {
+                true => self.call_encoding(i, poll).await,
+                false => self.call(poll).await.map(|()| Duration::ZERO),
+            }
+            .map_err(|e| format!("event-loop chain, call {i}: {e}"))?;
             if i >= args.warmup {
                 samples.push(start.elapsed());
+                if encode {
+                    work.push(spent);
+                }
             }
         }
         let after = cpu_ticks(std::process::id(), &self.plugins.0)?;
-        Ok((summarize(samples)?, per_call(before, after).0))
+        Ok((summarize(samples)?, per_call(before, after).0, work))
+    }
+
+    /// One call through every plugin as the smallest runtime that does the
+    /// protocol's own work makes it: each plugin's request encoded from
+    /// the result merged so far (envelope and frame included), each reply
+    /// decoded and merged into it (`nri_adaptation::CreateResult`, as our
+    /// runtime merges), the replies awaited as [`EventLoopChain::call`]
+    /// awaits them. Returns the time spent encoding, decoding and merging.
+    async fn call_encoding(&mut self, i: usize, poll: Duration) -> Result<Duration, Failure> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let id = self.next_id;
+        self.next_id += 2;
+        let started = Instant::now();
+        let mut result = nri_adaptation::CreateResult::new(create_request(i as i64));
+        let mut work = started.elapsed();
+        let calls = self.conns.iter_mut().zip(&mut self.pending);
+        for (k, (conn, pending)) in calls.enumerate() {
+            let started = Instant::now();
+            let envelope = create_envelope(result.request()).encode_to_vec();
+            let frame = mux_frame(
+                nri_mux::PLUGIN_SERVICE_CONN,
+                id,
+                nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
+                &envelope,
+            )?;
+            work += started.elapsed();
+            conn.write_all(&frame)
+                .await
+                .map_err(|e| format!("write: {e}"))?;
+            let sent = Instant::now();
+            let body = loop {
+                if let Some(body) = pending.take(id, true)? {
+                    break body;
+                }
+                let n = if sent.elapsed() < poll {
+                    match look(conn, pending.spare()).await {
+                        Some(n) => n,
+                        None => {
+                            std::thread::yield_now();
+                            tokio::task::yield_now().await;
+                            continue;
+                        }
+                    }
+                } else {
+                    conn.read(pending.spare()).await
+                };
+                pending.filled(n.map_err(|e| format!("read: {e}"))?)?;
+            };
+            let started = Instant::now();
+            let reply = nri_ttrpc::proto::Response::decode(&body[..])
+                .map_err(|e| format!("plugin {k}: reply: {e}"))?;
+            if let Some(status) = reply.status.filter(|s| s.code != 0) {
+                return Err(format!(
+                    "plugin {k}: CreateContainer failed: {}",
+                    status.message
+                ));
+            }
+            let reply = nri_api::CreateContainerResponse::decode(&reply.payload[..])
+                .map_err(|e| format!("plugin {k}: reply: {e}"))?;
+            result
+                .apply(self.names.get(k).map_or("chain", String::as_str), reply)
+                .map_err(|e| format!("plugin {k}: merge: {e}"))?;
+            work += started.elapsed();
+        }
+        Ok(work)
     }
 
     /// One call through every plugin, one after the other. Each reply is
@@ -1233,6 +1349,8 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
         true => None,
         false => Some(chain.measure(args, window, &per_call).await?),
     };
+    let (encoding, encoding_cpu, encoding_work) =
+        chain.measure_calls(args, window, true, &per_call).await?;
     drop(chain);
     b.stop().await;
     Ok(Report {
@@ -1242,6 +1360,9 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
         busy_poll_us: Some(window.as_secs_f64() * 1e6),
         polling_runtime_cpu_us_per_call: polling.as_ref().and_then(|p| p.1),
         polling_chain: polling.map(|p| p.0),
+        encoding_chain: Some(encoding),
+        encoding_chain_work: Some(summarize(encoding_work)?),
+        encoding_runtime_cpu_us_per_call: encoding_cpu,
         scripted_runtime_cpu_us_per_call: scripted_runtime_cpu,
         scripted_plugins_cpu_us_per_call: scripted_plugins_cpu,
         scripted_chain: Some(summarize(chained)?),
