@@ -825,29 +825,12 @@ impl ScriptedChain {
         let mut frames = Vec::with_capacity(count);
         for (i, conn) in conns.iter_mut().enumerate() {
             use std::io::Write;
-            let envelope = create_envelope(result.request()).encode_to_vec();
-            let frame = mux_frame(
-                nri_mux::PLUGIN_SERVICE_CONN,
-                id,
-                nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
-                &envelope,
-            )?;
+            let frame = request_frame(&result, id)?;
             conn.write_all(&frame)
                 .map_err(|e| format!("chain {i}: write: {e}"))?;
             let (_, body) = read_frame(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id))?;
-            let reply = nri_ttrpc::proto::Response::decode(&body[..])
-                .map_err(|e| format!("chain {i}: reply: {e}"))?;
-            if let Some(status) = reply.status.filter(|s| s.code != 0) {
-                return Err(format!(
-                    "chain {i}: CreateContainer failed: {}",
-                    status.message
-                ));
-            }
-            let reply = nri_api::CreateContainerResponse::decode(&reply.payload[..])
-                .map_err(|e| format!("chain {i}: reply: {e}"))?;
-            result
-                .apply(&format!("{i:02}-chain{i}"), reply)
-                .map_err(|e| format!("chain {i}: merge: {e}"))?;
+            merge_reply(&mut result, &format!("{i:02}-chain{i}"), &body)
+                .map_err(|e| format!("chain {i}: {e}"))?;
             frames.push(frame);
         }
         Ok(ScriptedChain {
@@ -877,6 +860,34 @@ impl ScriptedChain {
         }
         Ok(())
     }
+}
+
+/// The next plugin's CreateContainer request frame, ttRPC stream `id`,
+/// encoded from the result merged so far.
+fn request_frame(result: &nri_adaptation::CreateResult, id: u32) -> Result<Vec<u8>, Failure> {
+    let envelope = create_envelope(result.request()).encode_to_vec();
+    mux_frame(
+        nri_mux::PLUGIN_SERVICE_CONN,
+        id,
+        nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
+        &envelope,
+    )
+}
+
+/// Decodes `body`, the ttRPC message of a plugin's CreateContainer reply,
+/// and merges its adjustments into `result` under the plugin's `name`.
+fn merge_reply(
+    result: &mut nri_adaptation::CreateResult,
+    name: &str,
+    body: &[u8],
+) -> Result<(), Failure> {
+    let reply = nri_ttrpc::proto::Response::decode(body).map_err(|e| format!("reply: {e}"))?;
+    if let Some(status) = reply.status.filter(|s| s.code != 0) {
+        return Err(format!("CreateContainer failed: {}", status.message));
+    }
+    let reply = nri_api::CreateContainerResponse::decode(&reply.payload[..])
+        .map_err(|e| format!("reply: {e}"))?;
+    result.apply(name, reply).map_err(|e| format!("merge: {e}"))
 }
 
 /// Writes the next client stream id (odd, counting by two) into every
@@ -1054,7 +1065,7 @@ impl EventLoopChain {
     /// runtime merges), the replies awaited as [`EventLoopChain::call`]
     /// awaits them. Returns the time spent encoding, decoding and merging.
     async fn call_encoding(&mut self, i: usize, poll: Duration) -> Result<Duration, Failure> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let id = self.next_id;
         self.next_id += 2;
         let started = Instant::now();
@@ -1063,50 +1074,15 @@ impl EventLoopChain {
         let calls = self.conns.iter_mut().zip(&mut self.pending);
         for (k, (conn, pending)) in calls.enumerate() {
             let started = Instant::now();
-            let envelope = create_envelope(result.request()).encode_to_vec();
-            let frame = mux_frame(
-                nri_mux::PLUGIN_SERVICE_CONN,
-                id,
-                nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
-                &envelope,
-            )?;
+            let frame = request_frame(&result, id)?;
             work += started.elapsed();
             conn.write_all(&frame)
                 .await
                 .map_err(|e| format!("write: {e}"))?;
-            let sent = Instant::now();
-            let body = loop {
-                if let Some(body) = pending.take(id, true)? {
-                    break body;
-                }
-                let n = if sent.elapsed() < poll {
-                    match look(conn, pending.spare()).await {
-                        Some(n) => n,
-                        None => {
-                            std::thread::yield_now();
-                            tokio::task::yield_now().await;
-                            continue;
-                        }
-                    }
-                } else {
-                    conn.read(pending.spare()).await
-                };
-                pending.filled(n.map_err(|e| format!("read: {e}"))?)?;
-            };
+            let body = await_reply(conn, pending, id, poll, true).await?;
             let started = Instant::now();
-            let reply = nri_ttrpc::proto::Response::decode(&body[..])
-                .map_err(|e| format!("plugin {k}: reply: {e}"))?;
-            if let Some(status) = reply.status.filter(|s| s.code != 0) {
-                return Err(format!(
-                    "plugin {k}: CreateContainer failed: {}",
-                    status.message
-                ));
-            }
-            let reply = nri_api::CreateContainerResponse::decode(&reply.payload[..])
-                .map_err(|e| format!("plugin {k}: reply: {e}"))?;
-            result
-                .apply(self.names.get(k).map_or("chain", String::as_str), reply)
-                .map_err(|e| format!("plugin {k}: merge: {e}"))?;
+            let name = self.names.get(k).map_or("chain", String::as_str);
+            merge_reply(&mut result, name, &body).map_err(|e| format!("plugin {k}: {e}"))?;
             work += started.elapsed();
         }
         Ok(work)
@@ -1118,31 +1094,50 @@ impl EventLoopChain {
     /// and of the task to the runtime, which checks the sockets without
     /// blocking) before the chain waits to be woken.
     async fn call(&mut self, poll: Duration) -> Result<(), Failure> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let id = next_request(&mut self.frames, &mut self.next_id);
         let calls = self.conns.iter_mut().zip(&mut self.pending);
         for ((conn, pending), frame) in calls.zip(&self.frames) {
             conn.write_all(frame)
                 .await
                 .map_err(|e| format!("write: {e}"))?;
-            let sent = Instant::now();
-            while !pending.take_reply(id)? {
-                let n = if sent.elapsed() < poll {
-                    match look(conn, pending.spare()).await {
-                        Some(n) => n,
-                        None => {
-                            std::thread::yield_now();
-                            tokio::task::yield_now().await;
-                            continue;
-                        }
-                    }
-                } else {
-                    conn.read(pending.spare()).await
-                };
-                pending.filled(n.map_err(|e| format!("read: {e}"))?)?;
-            }
+            await_reply(conn, pending, id, poll, false).await?;
         }
         Ok(())
+    }
+}
+
+/// Reads `conn` into `pending` until the reply with ttRPC stream id `id`
+/// is whole, just after its request was sent: polled for up to `poll` (a
+/// look, then a yield of the thread to the kernel's scheduler and of the
+/// task to the runtime), then awaited. Returns its ttRPC message (empty
+/// unless `body`).
+async fn await_reply(
+    conn: &mut nri_mux::UnixTrunk,
+    pending: &mut Pending,
+    id: u32,
+    poll: Duration,
+    body: bool,
+) -> Result<Vec<u8>, Failure> {
+    use tokio::io::AsyncReadExt;
+    let sent = Instant::now();
+    loop {
+        if let Some(message) = pending.take(id, body)? {
+            return Ok(message);
+        }
+        let n = if sent.elapsed() < poll {
+            match look(conn, pending.spare()).await {
+                Some(n) => n,
+                None => {
+                    std::thread::yield_now();
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+            }
+        } else {
+            conn.read(pending.spare()).await
+        };
+        pending.filled(n.map_err(|e| format!("read: {e}"))?)?;
     }
 }
 
