@@ -216,6 +216,22 @@ impl Plugin {
         }
     }
 
+    /// Whether the plugin answers as a minimal plugin does (one
+    /// annotation).
+    fn is_minimal(self) -> bool {
+        matches!(
+            self,
+            Plugin::RustMin
+                | Plugin::RustMinStatic
+                | Plugin::RustMinSmall
+                | Plugin::RustMinBlocking
+                | Plugin::RustMinBlockingStatic
+                | Plugin::RustMinBlockingSmall
+                | Plugin::GoMin
+                | Plugin::GoMinStatic
+        )
+    }
+
     fn is_rust(self) -> bool {
         matches!(
             self,
@@ -401,6 +417,7 @@ fn pair_rounds(
     rounds: usize,
     raw: (&[(usize, usize)], usize, usize),
 ) -> Pair {
+    let (hops, n, warmup) = raw;
     let mut runs = Vec::with_capacity(rounds);
     let mut raws = Vec::with_capacity(rounds);
     for round in 0..rounds {
@@ -409,7 +426,6 @@ fn pair_rounds(
             plugin.label(),
             round + 1
         );
-        let (hops, n, warmup) = raw;
         raws.push(hop::summarize(raw_chain::measure(plugins, hops, n, warmup)));
         let (rust, go) = if round % 2 == 0 {
             let rust = run(progs, Runtime::Rust, plugin, args);
@@ -864,25 +880,10 @@ impl RawChains {
         }
     }
 
-    /// Whether `plugin` answers as a minimal plugin does (one annotation).
-    fn is_minimal(plugin: Plugin) -> bool {
-        matches!(
-            plugin,
-            Plugin::RustMin
-                | Plugin::RustMinStatic
-                | Plugin::RustMinSmall
-                | Plugin::RustMinBlocking
-                | Plugin::RustMinBlockingStatic
-                | Plugin::RustMinBlockingSmall
-                | Plugin::GoMin
-                | Plugin::GoMinStatic
-        )
-    }
-
     /// The raw chain of a CreateContainer case, measured at the start of
     /// the run.
     fn of(&self, plugins: usize, plugin: Plugin) -> hop::Latency {
-        match (plugins, RawChains::is_minimal(plugin)) {
+        match (plugins, plugin.is_minimal()) {
             (1, _) => self.one_test,
             (_, true) => self.many_min,
             (_, false) => self.many_test,
@@ -891,7 +892,7 @@ impl RawChains {
 
     /// The hops' bytes of a plugin's chain.
     fn hops_of(&self, plugin: Plugin) -> &[(usize, usize)] {
-        match RawChains::is_minimal(plugin) {
+        match plugin.is_minimal() {
             true => &self.min_hops,
             false => &self.test_hops,
         }
