@@ -829,7 +829,7 @@ impl ScriptedChain {
             conn.write_all(&frame)
                 .map_err(|e| format!("chain {i}: write: {e}"))?;
             let (_, body) = read_frame(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id))?;
-            merge_reply(&mut result, &format!("{i:02}-chain{i}"), &body)
+            merge_reply(&mut result, &chain_plugin_name(i), &body)
                 .map_err(|e| format!("chain {i}: {e}"))?;
             frames.push(frame);
         }
@@ -872,6 +872,12 @@ fn request_frame(result: &nri_adaptation::CreateResult, id: u32) -> Result<Vec<u
         nri_ttrpc::frame::MESSAGE_TYPE_REQUEST,
         &envelope,
     )
+}
+
+/// The name the scripted chains merge plugin `i`'s adjustments under, at
+/// the recording call and in the encoding chain alike.
+fn chain_plugin_name(i: usize) -> String {
+    format!("{i:02}-chain{i}")
 }
 
 /// Decodes `body`, the ttRPC message of a plugin's CreateContainer reply,
@@ -978,7 +984,8 @@ struct EventLoopChain {
     pending: Vec<Pending>,
     plugins: Plugins,
     /// The name each plugin's adjustments are merged under
-    /// ([`EventLoopChain::call_encoding`]), as at the recording call.
+    /// ([`EventLoopChain::call_encoding`]; [`chain_plugin_name`]), made
+    /// once so that no call times its making.
     names: Vec<String>,
 }
 
@@ -997,9 +1004,7 @@ impl EventLoopChain {
             .map(nri_mux::UnixTrunk::new)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("event-loop chain: {e}"))?;
-        let names = (0..conns.len())
-            .map(|i| format!("{i:02}-chain{i}"))
-            .collect();
+        let names = (0..conns.len()).map(chain_plugin_name).collect();
         Ok(EventLoopChain {
             names,
             conns,
