@@ -104,9 +104,15 @@ struct Report {
     create: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     registration: Option<Latency>,
+    /// Every timed registration, in microseconds, in the order measured
+    /// (so that the runs of one case can be pooled).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    registration_samples_us: Vec<f64>,
     /// Plugin process start to its connection to a socket nothing serves.
     #[serde(skip_serializing_if = "Option::is_none")]
     plugin_connect: Option<Latency>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    plugin_connect_samples_us: Vec<f64>,
     /// Synchronize of the same table by a scripted runtime (messages
     /// encoded in advance), from its first message to the last reply.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,6 +126,8 @@ struct Report {
     /// scripted runtime that sends frames encoded in advance.
     #[serde(skip_serializing_if = "Option::is_none")]
     plugin_scripted: Option<Latency>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    plugin_scripted_samples_us: Vec<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     plugin_rss_kib: Vec<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -391,6 +399,39 @@ struct Bench {
     updates: Arc<AtomicU64>,
 }
 
+/// Time between two timed registrations, for the runtime to notice the
+/// last plugin's closed connection.
+const REGISTRATION_PAUSE: Duration = Duration::from_millis(50);
+
+/// One plugin registered by our runtime.
+struct Registered {
+    /// From the runtime's first Synchronize message to its end.
+    inside: Duration,
+    /// From starting the plugin process to the end of its Synchronize.
+    from_start: Duration,
+    /// CPU ticks of the runtime process meanwhile.
+    runtime_ticks: u64,
+    /// CPU ticks of the plugin process from its start.
+    plugin_ticks: u64,
+}
+
+/// Registration times of one run, each list in the order measured.
+#[derive(Default)]
+struct Registrations {
+    /// Registered by our runtime, from process start.
+    ours: Vec<Duration>,
+    /// From process start to the plugin's connection to a bare socket.
+    connect: Vec<Duration>,
+    /// Registered by the scripted runtime, from process start.
+    scripted: Vec<Duration>,
+}
+
+/// A socket that a bare listener accepts plugins on (no runtime behind it).
+struct BareSocket {
+    path: PathBuf,
+    listener: tokio::net::UnixListener,
+}
+
 /// Plugin processes, killed on drop.
 struct Plugins(Vec<Child>);
 
@@ -524,9 +565,10 @@ impl Bench {
     }
 
     /// Times plugins from process start to completed Synchronize, one at a
-    /// time; returns (inside the hook, from process start, CPU ticks of
-    /// the runtime process over all rounds, CPU ticks of the plugin
-    /// processes from their start to their completed Synchronize).
+    /// time, [`REGISTRATION_PAUSE`] apart; returns (inside the hook, from
+    /// process start, CPU ticks of the runtime process over all rounds, CPU
+    /// ticks of the plugin processes from their start to their completed
+    /// Synchronize).
     async fn synchronize_one_by_one(
         &mut self,
         count: usize,
@@ -537,110 +579,148 @@ impl Bench {
         let mut inside = Vec::with_capacity(count);
         let mut from_start = Vec::with_capacity(count);
         let (mut runtime_ticks, mut plugin_ticks) = (0, 0);
-        let config = json!({"events": ["CreateContainer"]});
         for i in 0..count {
-            let runtime_before = process_cpu_ticks(std::process::id())?;
-            let began = Instant::now();
-            let child = Plugins(vec![self.spawn(
-                first_idx + i % 10,
-                &format!("{prefix}{i}"),
-                &config,
-            )?]);
-            let (start, end) = tokio::time::timeout(limit, self.synced.recv())
-                .await
-                .map_err(|_| format!("{prefix} {i}: plugin not synchronized within {limit:?}"))?
-                .ok_or("hooks gone")?;
-            inside.push(end - start);
-            from_start.push(end - began);
-            let (runtime, plugin) = cpu_ticks(std::process::id(), &child.0)?;
-            runtime_ticks += runtime.saturating_sub(runtime_before);
-            plugin_ticks += plugin;
-            drop(child);
-            // Let the adaptation notice the closed connection.
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            let one = self
+                .register_one(first_idx + i % 10, &format!("{prefix}{i}"), limit)
+                .await?;
+            inside.push(one.inside);
+            from_start.push(one.from_start);
+            runtime_ticks += one.runtime_ticks;
+            plugin_ticks += one.plugin_ticks;
+            tokio::time::sleep(REGISTRATION_PAUSE).await;
         }
         Ok((inside, from_start, runtime_ticks, plugin_ticks))
     }
 
-    /// Times plugins from process start to their connection to a bare
-    /// socket that nothing serves: what every registration costs before
-    /// a runtime sees the plugin, whichever runtime it is. Paced as the
-    /// measured registrations are, 50 ms apart.
-    async fn start_to_connect(&self, count: usize) -> Result<Vec<Duration>, Failure> {
-        let socket = self.dir.path().join("bare.sock");
-        let listener = tokio::net::UnixListener::bind(&socket)
-            .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
+    /// Starts one plugin that our runtime registers and times it to the end
+    /// of its Synchronize; the plugin is stopped before this returns.
+    async fn register_one(
+        &mut self,
+        idx: usize,
+        name: &str,
+        limit: Duration,
+    ) -> Result<Registered, Failure> {
         let config = json!({"events": ["CreateContainer"]});
-        let mut took = Vec::with_capacity(count);
+        let runtime_before = process_cpu_ticks(std::process::id())?;
+        let began = Instant::now();
+        let child = Plugins(vec![self.spawn(idx, name, &config)?]);
+        let (start, end) = tokio::time::timeout(limit, self.synced.recv())
+            .await
+            .map_err(|_| format!("{name}: plugin not synchronized within {limit:?}"))?
+            .ok_or("hooks gone")?;
+        let (runtime, plugin) = cpu_ticks(std::process::id(), &child.0)?;
+        Ok(Registered {
+            inside: end - start,
+            from_start: end - began,
+            runtime_ticks: runtime.saturating_sub(runtime_before),
+            plugin_ticks: plugin,
+        })
+    }
+
+    /// Times `count` registrations of each kind, interleaved so that a
+    /// slow stretch of the machine falls on all three alike, each
+    /// [`REGISTRATION_PAUSE`] after the one before: by our runtime (process
+    /// start to the end of its Synchronize); from process start to the
+    /// plugin's connection to a bare socket that nothing serves (what every
+    /// registration costs before a runtime sees the plugin, whichever
+    /// runtime it is); and by a scripted runtime (process start to the end
+    /// of its Synchronize; see [`Bench::scripted_one`]).
+    async fn registrations(&mut self, count: usize) -> Result<Registrations, Failure> {
+        let config = json!({"events": ["CreateContainer"]});
+        let bare = self.listen("bare")?;
+        let scripted = self.listen("scripted")?;
+        let script = Script::new()?;
+        let mut times = Registrations::default();
         for i in 0..count {
+            let ours = self
+                .register_one(90 + i % 10, &format!("reg{i}"), Duration::from_secs(30))
+                .await?;
+            times.ours.push(ours.from_start);
+            tokio::time::sleep(REGISTRATION_PAUSE).await;
+
+            let name = format!("bare{i}");
             let began = Instant::now();
             let child = Plugins(vec![self.spawn_at(
-                &socket,
+                &bare.path,
                 80 + i % 10,
-                &format!("bare{i}"),
+                &name,
                 &config,
             )?]);
-            let conn = accept_plugin(&listener, &format!("bare {i}")).await?;
-            took.push(began.elapsed());
+            let conn = accept_plugin(&bare.listener, &name).await?;
+            times.connect.push(began.elapsed());
             drop(conn);
             drop(child);
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(REGISTRATION_PAUSE).await;
+
+            let (from_start, _) = self
+                .scripted_one(&scripted, &script, 70 + i % 10, &format!("scripted{i}"))
+                .await?;
+            times.scripted.push(from_start);
+            tokio::time::sleep(REGISTRATION_PAUSE).await;
         }
-        Ok(took)
+        Ok(times)
     }
 
-    /// Times plugins from process start to the end of their Synchronize
-    /// against a scripted runtime: a bare listener that answers
-    /// RegisterPlugin and sends Configure and Synchronize as frames
-    /// encoded in advance, reading the plugin's frames without decoding
-    /// more than their headers. No runtime can register a plugin in less
-    /// time: what is left is the plugin's own part. Paced as the measured
-    /// registrations are, 50 ms apart.
-    async fn scripted_registration(&self, count: usize) -> Result<Vec<Duration>, Failure> {
-        let (from_start, _) = self
-            .scripted_rounds(&Script::new()?, count, "scripted")
-            .await?;
-        Ok(from_start)
+    /// A bare listener on a socket of its own in the bench's directory.
+    fn listen(&self, name: &str) -> Result<BareSocket, Failure> {
+        let path = self.dir.path().join(format!("{name}.sock"));
+        let listener = tokio::net::UnixListener::bind(&path)
+            .map_err(|e| format!("listen on {}: {e}", path.display()))?;
+        Ok(BareSocket { path, listener })
     }
 
-    /// Registers `count` plugins one at a time with `script`, 50 ms apart;
-    /// returns for each the time from its process start to the reply to
-    /// the last Synchronize message, and from the first Synchronize message
-    /// to that reply.
+    /// Registers `count` plugins one at a time with `script`,
+    /// [`REGISTRATION_PAUSE`] apart; returns for each the time from its
+    /// process start to the reply to the last Synchronize message, and from
+    /// the first Synchronize message to that reply.
     async fn scripted_rounds(
         &self,
         script: &Script,
         count: usize,
         prefix: &str,
     ) -> Result<(Vec<Duration>, Vec<Duration>), Failure> {
-        let socket = self.dir.path().join(format!("{prefix}.sock"));
-        let listener = tokio::net::UnixListener::bind(&socket)
-            .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
-        let config = json!({"events": ["CreateContainer"]});
+        let bare = self.listen(prefix)?;
         let mut took = Vec::with_capacity(count);
         let mut syncing = Vec::with_capacity(count);
         for i in 0..count {
-            let began = Instant::now();
-            let child = Plugins(vec![self.spawn_at(
-                &socket,
-                70 + i % 10,
-                &format!("{prefix}{i}"),
-                &config,
-            )?]);
-            let conn = accept_plugin(&listener, &format!("{prefix} {i}")).await?;
-            // Served with blocking calls on this thread: nothing else is
-            // waiting for it meanwhile, and no task hand-over adds time.
-            let mut conn = conn.into_std().map_err(|e| format!("{prefix} {i}: {e}"))?;
-            let (sync_started, ended) = script
-                .serve(&mut conn)
-                .map_err(|e| format!("{prefix} {i}: {e}"))?;
-            took.push(ended - began);
-            syncing.push(ended - sync_started);
-            drop(conn);
-            drop(child);
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            let (from_start, sync) = self
+                .scripted_one(&bare, script, 70 + i % 10, &format!("{prefix}{i}"))
+                .await?;
+            took.push(from_start);
+            syncing.push(sync);
+            tokio::time::sleep(REGISTRATION_PAUSE).await;
         }
         Ok((took, syncing))
+    }
+
+    /// Starts one plugin that connects to `bare` and registers it with
+    /// a scripted runtime: a bare listener that answers RegisterPlugin and
+    /// sends Configure and Synchronize as frames encoded in advance
+    /// (`script`), reading the plugin's frames without decoding more than
+    /// their headers. No runtime can register a plugin in less time: what
+    /// is left is the plugin's own part. Returns the time from the process
+    /// start, and from the first Synchronize message, to the reply to the
+    /// last one; the plugin is stopped before this returns.
+    async fn scripted_one(
+        &self,
+        bare: &BareSocket,
+        script: &Script,
+        idx: usize,
+        name: &str,
+    ) -> Result<(Duration, Duration), Failure> {
+        let config = json!({"events": ["CreateContainer"]});
+        let began = Instant::now();
+        let child = Plugins(vec![self.spawn_at(&bare.path, idx, name, &config)?]);
+        let conn = accept_plugin(&bare.listener, name).await?;
+        // Served with blocking calls on this thread: nothing else is
+        // waiting for it meanwhile, and no task hand-over adds time.
+        let mut conn = conn.into_std().map_err(|e| format!("{name}: {e}"))?;
+        let (sync_started, ended) = script
+            .serve(&mut conn)
+            .map_err(|e| format!("{name}: {e}"))?;
+        drop(conn);
+        drop(child);
+        Ok((ended - began, ended - sync_started))
     }
 
     async fn stop(self) {
@@ -1265,11 +1345,7 @@ fn read_frame(
 
 async fn run_create(args: &Args) -> Result<Report, Failure> {
     let mut b = Bench::start(&args.plugin, args.busy_poll, Vec::new(), Vec::new()).await?;
-    let (_, reg, _, _) = b
-        .synchronize_one_by_one(args.registrations, 90, "reg", Duration::from_secs(30))
-        .await?;
-    let connect = b.start_to_connect(args.registrations).await?;
-    let scripted = b.scripted_registration(args.registrations).await?;
+    let registered = b.registrations(args.registrations).await?;
     let plugins = b.start_plugins(args.plugins, bench_config).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let plugin_rss = plugins
@@ -1369,21 +1445,12 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
         runtime_cpu_us_per_call: runtime_cpu,
         plugins_cpu_us_per_call: plugins_cpu,
         create: Some(summarize(samples)?),
-        registration: if reg.is_empty() {
-            None
-        } else {
-            Some(summarize(reg)?)
-        },
-        plugin_connect: if connect.is_empty() {
-            None
-        } else {
-            Some(summarize(connect)?)
-        },
-        plugin_scripted: if scripted.is_empty() {
-            None
-        } else {
-            Some(summarize(scripted)?)
-        },
+        registration: summarize_any(&registered.ours)?,
+        registration_samples_us: micros(&registered.ours),
+        plugin_connect: summarize_any(&registered.connect)?,
+        plugin_connect_samples_us: micros(&registered.connect),
+        plugin_scripted: summarize_any(&registered.scripted)?,
+        plugin_scripted_samples_us: micros(&registered.scripted),
         plugin_rss_kib: plugin_rss,
         plugin_anon_kib: plugin_anon,
         runtime_rss_kib: Some(runtime_rss),
@@ -1837,6 +1904,20 @@ fn load_config(i: usize, update_ms: usize) -> serde_json::Value {
 }
 
 /// Median and 99th percentile (nearest rank).
+/// As [`summarize`], `None` for no samples.
+fn summarize_any(samples: &[Duration]) -> Result<Option<Latency>, Failure> {
+    if samples.is_empty() {
+        Ok(None)
+    } else {
+        summarize(samples.to_vec()).map(Some)
+    }
+}
+
+/// Each sample in microseconds.
+fn micros(samples: &[Duration]) -> Vec<f64> {
+    samples.iter().map(|d| d.as_secs_f64() * 1e6).collect()
+}
+
 fn summarize(mut samples: Vec<Duration>) -> Result<Latency, Failure> {
     if samples.is_empty() {
         return Err("no samples".into());

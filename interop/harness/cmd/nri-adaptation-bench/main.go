@@ -46,6 +46,7 @@
 //
 //	{"create": {"median_us": 120.5, "p99_us": 300.1},
 //	 "registration": {"median_us": 9000, "p99_us": 12000},
+//	 "registration_samples_us": [9100.2, 8890.7, ...],
 //	 "plugin_rss_kib": [9876], "runtime_rss_kib": 12000, "runtime_rss_after_kib": 12500,
 //	 "plugins": 1, "iterations": 5000, "gomaxprocs": 2, "go_version": "go1.26.8"}
 package main
@@ -96,34 +97,37 @@ const loadUpdateTarget = "load-ctr"
 
 // Report is the output document; fields of other modes are left out.
 type Report struct {
-	Mode                string   `json:"mode"`
-	Create              *Latency `json:"create,omitempty"`
-	Registration        *Latency `json:"registration,omitempty"`
-	PluginRSSKiB        []int    `json:"plugin_rss_kib,omitempty"`
-	PluginAnonKiB       []int    `json:"plugin_anon_kib,omitempty"`
-	RuntimeAnonKiB      int      `json:"runtime_anon_kib,omitempty"`
-	RuntimeRSSKiB       int      `json:"runtime_rss_kib,omitempty"`
-	RuntimeRSSAfterKiB  int      `json:"runtime_rss_after_kib,omitempty"`
-	RuntimeCPUUsPerCall float64  `json:"runtime_cpu_us_per_call,omitempty"`
-	PluginsCPUUsPerCall float64  `json:"plugins_cpu_us_per_call,omitempty"`
-	Startup             *Latency `json:"startup,omitempty"`
-	FirstCreateUs       float64  `json:"first_create_us,omitempty"`
-	Lifecycle           *Latency `json:"lifecycle,omitempty"`
-	LifecyclesPerS      float64  `json:"lifecycles_per_s,omitempty"`
-	Sync                *Latency `json:"sync,omitempty"`
-	SyncFromStart       *Latency `json:"sync_from_start,omitempty"`
-	SyncRuntimeCPUUs    float64  `json:"sync_runtime_cpu_us,omitempty"`
-	SyncPluginCPUUs     float64  `json:"sync_plugin_cpu_us,omitempty"`
-	Containers          int      `json:"containers,omitempty"`
-	Pods                int      `json:"pods,omitempty"`
-	SyncBytes           int      `json:"sync_bytes,omitempty"`
-	LoadWindows         []Window `json:"load_windows,omitempty"`
-	LoadLate            *int     `json:"load_late,omitempty"`
-	UpdatesReceived     *uint64  `json:"updates_received,omitempty"`
-	Plugins             int      `json:"plugins"`
-	Iterations          int      `json:"iterations"`
-	GoMaxProcs          int      `json:"gomaxprocs"`
-	GoVersion           string   `json:"go_version"`
+	Mode         string   `json:"mode"`
+	Create       *Latency `json:"create,omitempty"`
+	Registration *Latency `json:"registration,omitempty"`
+	// RegistrationSamplesUs holds every timed registration in the order
+	// measured, so that the runs of one case can be pooled.
+	RegistrationSamplesUs []float64 `json:"registration_samples_us,omitempty"`
+	PluginRSSKiB          []int     `json:"plugin_rss_kib,omitempty"`
+	PluginAnonKiB         []int     `json:"plugin_anon_kib,omitempty"`
+	RuntimeAnonKiB        int       `json:"runtime_anon_kib,omitempty"`
+	RuntimeRSSKiB         int       `json:"runtime_rss_kib,omitempty"`
+	RuntimeRSSAfterKiB    int       `json:"runtime_rss_after_kib,omitempty"`
+	RuntimeCPUUsPerCall   float64   `json:"runtime_cpu_us_per_call,omitempty"`
+	PluginsCPUUsPerCall   float64   `json:"plugins_cpu_us_per_call,omitempty"`
+	Startup               *Latency  `json:"startup,omitempty"`
+	FirstCreateUs         float64   `json:"first_create_us,omitempty"`
+	Lifecycle             *Latency  `json:"lifecycle,omitempty"`
+	LifecyclesPerS        float64   `json:"lifecycles_per_s,omitempty"`
+	Sync                  *Latency  `json:"sync,omitempty"`
+	SyncFromStart         *Latency  `json:"sync_from_start,omitempty"`
+	SyncRuntimeCPUUs      float64   `json:"sync_runtime_cpu_us,omitempty"`
+	SyncPluginCPUUs       float64   `json:"sync_plugin_cpu_us,omitempty"`
+	Containers            int       `json:"containers,omitempty"`
+	Pods                  int       `json:"pods,omitempty"`
+	SyncBytes             int       `json:"sync_bytes,omitempty"`
+	LoadWindows           []Window  `json:"load_windows,omitempty"`
+	LoadLate              *int      `json:"load_late,omitempty"`
+	UpdatesReceived       *uint64   `json:"updates_received,omitempty"`
+	Plugins               int       `json:"plugins"`
+	Iterations            int       `json:"iterations"`
+	GoMaxProcs            int       `json:"gomaxprocs"`
+	GoVersion             string    `json:"go_version"`
 }
 
 // pluginConfig is the nri-ref-plugin configuration the bench writes.
@@ -332,20 +336,23 @@ func run(plugin string, plugins, n, warmup, registrations int) error {
 	if err != nil {
 		return err
 	}
+	// summarize sorts its samples: keep the order measured first.
+	regUs := micros(reg)
 	create, registration := summarize(samples), summarize(reg)
 	return emit(Report{
-		Mode:                "create",
-		RuntimeCPUUsPerCall: perCall(rtBefore, rtAfter),
-		PluginsCPUUsPerCall: perCall(plBefore, plAfter),
-		Create:              &create,
-		Registration:        &registration,
-		PluginRSSKiB:        rss,
-		PluginAnonKiB:       anon,
-		RuntimeRSSKiB:       runtimeRSS,
-		RuntimeAnonKiB:      runtimeAnon,
-		RuntimeRSSAfterKiB:  runtimeAfter,
-		Plugins:             plugins,
-		Iterations:          n,
+		Mode:                  "create",
+		RuntimeCPUUsPerCall:   perCall(rtBefore, rtAfter),
+		PluginsCPUUsPerCall:   perCall(plBefore, plAfter),
+		Create:                &create,
+		Registration:          &registration,
+		RegistrationSamplesUs: regUs,
+		PluginRSSKiB:          rss,
+		PluginAnonKiB:         anon,
+		RuntimeRSSKiB:         runtimeRSS,
+		RuntimeAnonKiB:        runtimeAnon,
+		RuntimeRSSAfterKiB:    runtimeAfter,
+		Plugins:               plugins,
+		Iterations:            n,
 	})
 }
 
@@ -920,6 +927,15 @@ func statusKiB(pid int, field string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// micros returns each sample in microseconds, in the given order.
+func micros(samples []time.Duration) []float64 {
+	us := make([]float64, len(samples))
+	for i, d := range samples {
+		us[i] = float64(d.Nanoseconds()) / 1e3
+	}
+	return us
 }
 
 // summarize returns the median and 99th percentile (nearest rank).
