@@ -46,7 +46,7 @@
 //! `NRI_BENCH_QUICK=1` runs every case with few iterations (a check that the
 //! bench works; it still writes the document, marked as a quick run).
 //! `NRI_ADAPTATION_BENCH_ITERS` sets the CreateContainer calls per case
-//! (default 3000, split over the case's three rounds, each runtime making
+//! (default 3000, split over the case's five rounds, each runtime making
 //! them in every round). `NRI_BENCH_ONLY=wasm` runs only the WebAssembly case and
 //! prints its section without writing the document.
 
@@ -155,10 +155,13 @@ struct Report {
     lifecycle: Option<Latency>,
     lifecycles_per_s: Option<f64>,
     sync: Option<Latency>,
+    sync_samples_us: Vec<f64>,
     sync_from_start: Option<Latency>,
+    sync_from_start_samples_us: Vec<f64>,
     sync_runtime_cpu_us: Option<f64>,
     sync_plugin_cpu_us: Option<f64>,
     sync_scripted: Option<Latency>,
+    sync_scripted_samples_us: Vec<f64>,
     load_windows: Vec<Window>,
     load_late: Option<usize>,
     updates_received: Option<u64>,
@@ -330,9 +333,10 @@ impl Counts {
             Counts {
                 quick,
                 create,
-                registrations: 10,
+                // Per round: 30 per case and runtime, pooled.
+                registrations: 6,
                 lifecycles: 2000,
-                syncs: [(1000, 10), (10_000, 9)],
+                syncs: [(1000, 9), (10_000, 9)],
                 hops: 20_000,
                 load_seconds: 60,
                 wasm_starts: 5,
@@ -385,9 +389,9 @@ struct Pair {
 
 /// Rounds of each CreateContainer case. A disturbance of the machine that
 /// hits one runtime's run and not the other's moves a single run's R/G by
-/// a fifth or more; the round with the median R/G of three does not hang
-/// on one such run.
-const CREATE_ROUNDS: usize = 3;
+/// a fifth or more, now and then in two rounds of the same case; the round
+/// with the median R/G of five does not hang on two such runs.
+const CREATE_ROUNDS: usize = 5;
 
 /// Runs one case on our runtime, then on Go's.
 fn pair(progs: &Programs, plugins: usize, plugin: Plugin, args: &[String]) -> Pair {
@@ -403,6 +407,94 @@ fn pair(progs: &Programs, plugins: usize, plugin: Plugin, args: &[String]) -> Pa
         round_ratios: Vec::new(),
         raw: None,
     }
+}
+
+/// Runs of each Synchronize case per runtime and plugin, their rounds
+/// pooled. All Rust and all Go run one right after the other in each, which
+/// of them goes first switching from run to run, so that a slow stretch of
+/// the machine does not fall on one side's whole case.
+const SYNC_RUNS: usize = 3;
+
+/// Synchronize of a table of `containers` containers, with our minimal
+/// plugin and Go's, each on both runtimes, `rounds` rounds each (rounded up
+/// to whole runs): [`SYNC_RUNS`] runs of each, in turn.
+fn sync_case(progs: &Programs, containers: usize, rounds: usize) -> Vec<(usize, Pair)> {
+    let per_run = rounds.div_ceil(SYNC_RUNS).max(1);
+    let args = strings(&[
+        "-mode",
+        "sync",
+        "-containers",
+        &containers.to_string(),
+        "-rounds",
+        &per_run.to_string(),
+    ]);
+    // All Rust and all Go next to each other, then the mixed pairs.
+    let order = [
+        (Runtime::Rust, Plugin::RustMin),
+        (Runtime::Go, Plugin::GoMin),
+        (Runtime::Go, Plugin::RustMin),
+        (Runtime::Rust, Plugin::GoMin),
+    ];
+    let mut reports: [Vec<Report>; 4] = Default::default();
+    for k in 0..SYNC_RUNS {
+        let mut turn: Vec<usize> = (0..order.len()).collect();
+        if k % 2 == 1 {
+            turn.reverse();
+        }
+        for i in turn {
+            let (runtime, plugin) = order[i];
+            eprintln!(
+                "adaptation bench: {args:?}, {} on the {runtime:?} runtime, run {} of {SYNC_RUNS} ...",
+                plugin.label(),
+                k + 1
+            );
+            reports[i].push(run(progs, runtime, plugin, &args));
+        }
+    }
+    let [all_rust, all_go, go_rust, rust_go] = reports.map(merge_runs);
+    [
+        (Plugin::RustMin, all_rust, go_rust),
+        (Plugin::GoMin, rust_go, all_go),
+    ]
+    .into_iter()
+    .map(|(plugin, rust, go)| {
+        (
+            containers,
+            Pair {
+                plugins: 1,
+                plugin,
+                rust,
+                go,
+                round_ratios: Vec::new(),
+                raw: None,
+            },
+        )
+    })
+    .collect()
+}
+
+/// One report of a measurement's runs: the first run's, with the samples
+/// of all pooled ([`pool_samples`]), the CPU times per round averaged over
+/// the runs (a run that left one out counting as zero) and the rounds added
+/// up.
+fn merge_runs(mut runs: Vec<Report>) -> Report {
+    if runs.is_empty() {
+        return Report::default();
+    }
+    let mut first = runs.remove(0);
+    let count = (runs.len() + 1) as f64;
+    // Go's program leaves out a CPU time of zero (`omitempty`).
+    let mean = |first: Option<f64>, of: fn(&Report) -> Option<f64>| {
+        let all = || std::iter::once(first).chain(runs.iter().map(of));
+        all()
+            .any(|v| v.is_some())
+            .then(|| all().map(|v| v.unwrap_or(0.0)).sum::<f64>() / count)
+    };
+    first.sync_runtime_cpu_us = mean(first.sync_runtime_cpu_us, |r| r.sync_runtime_cpu_us);
+    first.sync_plugin_cpu_us = mean(first.sync_plugin_cpu_us, |r| r.sync_plugin_cpu_us);
+    first.iterations += runs.iter().map(|r| r.iterations).sum::<usize>();
+    pool_samples(&mut first, runs.iter());
+    first
 }
 
 /// Runs one CreateContainer case `rounds` times, both runtimes each round,
@@ -446,31 +538,11 @@ fn pair_rounds(
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by(|&a, &b| round_ratios[a].total_cmp(&round_ratios[b]));
     let kept = order[order.len() / 2];
+    let (mut rust, mut go) = runs.swap_remove(kept);
     // A case's registrations are few per round and do not depend on how
     // its CreateContainer calls went: those of all its rounds count.
-    let pool = |side: fn(&(Report, Report)) -> &Report, samples: fn(&Report) -> &[f64]| {
-        pooled(
-            runs.iter()
-                .flat_map(|run| samples(side(run)).iter().copied()),
-        )
-    };
-    let registration = (
-        pool(|r| &r.0, |r| &r.registration_samples_us),
-        pool(|r| &r.0, |r| &r.plugin_connect_samples_us),
-        pool(|r| &r.0, |r| &r.plugin_scripted_samples_us),
-        pool(|r| &r.1, |r| &r.registration_samples_us),
-    );
-    let (mut rust, mut go) = runs.swap_remove(kept);
-    for (into, pooled) in [
-        (&mut rust.registration, registration.0),
-        (&mut rust.plugin_connect, registration.1),
-        (&mut rust.plugin_scripted, registration.2),
-        (&mut go.registration, registration.3),
-    ] {
-        if pooled.is_some() {
-            *into = pooled;
-        }
-    }
+    pool_samples(&mut rust, runs.iter().map(|r| &r.0));
+    pool_samples(&mut go, runs.iter().map(|r| &r.1));
     Pair {
         plugins,
         plugin,
@@ -478,6 +550,41 @@ fn pair_rounds(
         go,
         round_ratios,
         raw: raws.get(kept).copied(),
+    }
+}
+
+/// Replaces each summary in `into` that its report also has the samples
+/// of by the summary of those samples and the same samples of `others`,
+/// the other runs of the same measurement.
+fn pool_samples<'a>(into: &mut Report, others: impl Iterator<Item = &'a Report> + Clone) {
+    let pool = |samples: fn(&Report) -> &[f64]| {
+        pooled(
+            samples(into)
+                .iter()
+                .copied()
+                .chain(others.clone().flat_map(|r| samples(r).iter().copied())),
+        )
+    };
+    let pooled = [
+        pool(|r| &r.registration_samples_us),
+        pool(|r| &r.plugin_connect_samples_us),
+        pool(|r| &r.plugin_scripted_samples_us),
+        pool(|r| &r.sync_samples_us),
+        pool(|r| &r.sync_from_start_samples_us),
+        pool(|r| &r.sync_scripted_samples_us),
+    ];
+    let slots = [
+        &mut into.registration,
+        &mut into.plugin_connect,
+        &mut into.plugin_scripted,
+        &mut into.sync,
+        &mut into.sync_from_start,
+        &mut into.sync_scripted,
+    ];
+    for (slot, pooled) in slots.into_iter().zip(pooled) {
+        if pooled.is_some() {
+            *slot = pooled;
+        }
     }
 }
 
@@ -779,17 +886,7 @@ fn main() {
 
     let mut syncs = Vec::new();
     for (containers, rounds) in counts.syncs {
-        for plugin in [Plugin::RustMin, Plugin::GoMin] {
-            let args = [
-                "-mode",
-                "sync",
-                "-containers",
-                &containers.to_string(),
-                "-rounds",
-                &rounds.to_string(),
-            ];
-            syncs.push((containers, pair(&progs, 1, plugin, &strings(&args))));
-        }
+        syncs.extend(sync_case(&progs, containers, rounds));
     }
 
     // Sustained load: all Rust, then all Go.
@@ -2431,7 +2528,13 @@ fn render_sync(d: &mut String, res: &Results) {
         .filter(|(_, p)| p.plugin.is_rust())
         .map(|(c, p)| format!("{} for {c}", p.rust.iterations))
         .collect();
-    let _ = writeln!(d, "\nRounds per case: {}.\n", rounds.join(", "));
+    let _ = writeln!(
+        d,
+        "\nRounds per case: {}, in {SYNC_RUNS} runs of each runtime and plugin, pooled: each \
+         run of all Rust right before or after one of all Go (which goes first switching from \
+         run to run), then the mixed pairs.\n",
+        rounds.join(", ")
+    );
     let _ = writeln!(
         d,
         "Where a split table's time went, and what was cut (profiled with `perf record \

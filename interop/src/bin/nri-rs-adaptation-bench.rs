@@ -117,6 +117,8 @@ struct Report {
     /// encoded in advance), from its first message to the last reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     sync_scripted: Option<Latency>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sync_scripted_samples_us: Vec<f64>,
     /// CreateContainer through the same plugins from a scripted runtime
     /// that sends a request encoded in advance and reads replies without
     /// decoding them.
@@ -210,8 +212,14 @@ struct Report {
     updates_received: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sync: Option<Latency>,
+    /// Every round's Synchronize, in microseconds, in the order measured
+    /// (so that the runs of one case can be pooled); likewise below.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sync_samples_us: Vec<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sync_from_start: Option<Latency>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sync_from_start_samples_us: Vec<f64>,
     /// CPU time of the runtime process per Synchronize round (the plugin's
     /// start included).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1630,8 +1638,11 @@ async fn run_sync(args: &Args) -> Result<Report, Failure> {
         mode: "sync",
         sync_runtime_cpu_us: Some(per_round(runtime_ticks)),
         sync_plugin_cpu_us: Some(per_round(plugin_ticks)),
+        sync_samples_us: micros(&inside),
         sync: Some(summarize(inside)?),
+        sync_from_start_samples_us: micros(&from_start),
         sync_from_start: Some(summarize(from_start)?),
+        sync_scripted_samples_us: micros(&scripted),
         sync_scripted: Some(summarize(scripted)?),
         containers: Some(args.containers),
         pods: Some(pod_count),

@@ -102,32 +102,34 @@ type Report struct {
 	Registration *Latency `json:"registration,omitempty"`
 	// RegistrationSamplesUs holds every timed registration in the order
 	// measured, so that the runs of one case can be pooled.
-	RegistrationSamplesUs []float64 `json:"registration_samples_us,omitempty"`
-	PluginRSSKiB          []int     `json:"plugin_rss_kib,omitempty"`
-	PluginAnonKiB         []int     `json:"plugin_anon_kib,omitempty"`
-	RuntimeAnonKiB        int       `json:"runtime_anon_kib,omitempty"`
-	RuntimeRSSKiB         int       `json:"runtime_rss_kib,omitempty"`
-	RuntimeRSSAfterKiB    int       `json:"runtime_rss_after_kib,omitempty"`
-	RuntimeCPUUsPerCall   float64   `json:"runtime_cpu_us_per_call,omitempty"`
-	PluginsCPUUsPerCall   float64   `json:"plugins_cpu_us_per_call,omitempty"`
-	Startup               *Latency  `json:"startup,omitempty"`
-	FirstCreateUs         float64   `json:"first_create_us,omitempty"`
-	Lifecycle             *Latency  `json:"lifecycle,omitempty"`
-	LifecyclesPerS        float64   `json:"lifecycles_per_s,omitempty"`
-	Sync                  *Latency  `json:"sync,omitempty"`
-	SyncFromStart         *Latency  `json:"sync_from_start,omitempty"`
-	SyncRuntimeCPUUs      float64   `json:"sync_runtime_cpu_us,omitempty"`
-	SyncPluginCPUUs       float64   `json:"sync_plugin_cpu_us,omitempty"`
-	Containers            int       `json:"containers,omitempty"`
-	Pods                  int       `json:"pods,omitempty"`
-	SyncBytes             int       `json:"sync_bytes,omitempty"`
-	LoadWindows           []Window  `json:"load_windows,omitempty"`
-	LoadLate              *int      `json:"load_late,omitempty"`
-	UpdatesReceived       *uint64   `json:"updates_received,omitempty"`
-	Plugins               int       `json:"plugins"`
-	Iterations            int       `json:"iterations"`
-	GoMaxProcs            int       `json:"gomaxprocs"`
-	GoVersion             string    `json:"go_version"`
+	RegistrationSamplesUs  []float64 `json:"registration_samples_us,omitempty"`
+	PluginRSSKiB           []int     `json:"plugin_rss_kib,omitempty"`
+	PluginAnonKiB          []int     `json:"plugin_anon_kib,omitempty"`
+	RuntimeAnonKiB         int       `json:"runtime_anon_kib,omitempty"`
+	RuntimeRSSKiB          int       `json:"runtime_rss_kib,omitempty"`
+	RuntimeRSSAfterKiB     int       `json:"runtime_rss_after_kib,omitempty"`
+	RuntimeCPUUsPerCall    float64   `json:"runtime_cpu_us_per_call,omitempty"`
+	PluginsCPUUsPerCall    float64   `json:"plugins_cpu_us_per_call,omitempty"`
+	Startup                *Latency  `json:"startup,omitempty"`
+	FirstCreateUs          float64   `json:"first_create_us,omitempty"`
+	Lifecycle              *Latency  `json:"lifecycle,omitempty"`
+	LifecyclesPerS         float64   `json:"lifecycles_per_s,omitempty"`
+	Sync                   *Latency  `json:"sync,omitempty"`
+	SyncSamplesUs          []float64 `json:"sync_samples_us,omitempty"`
+	SyncFromStart          *Latency  `json:"sync_from_start,omitempty"`
+	SyncFromStartSamplesUs []float64 `json:"sync_from_start_samples_us,omitempty"`
+	SyncRuntimeCPUUs       float64   `json:"sync_runtime_cpu_us,omitempty"`
+	SyncPluginCPUUs        float64   `json:"sync_plugin_cpu_us,omitempty"`
+	Containers             int       `json:"containers,omitempty"`
+	Pods                   int       `json:"pods,omitempty"`
+	SyncBytes              int       `json:"sync_bytes,omitempty"`
+	LoadWindows            []Window  `json:"load_windows,omitempty"`
+	LoadLate               *int      `json:"load_late,omitempty"`
+	UpdatesReceived        *uint64   `json:"updates_received,omitempty"`
+	Plugins                int       `json:"plugins"`
+	Iterations             int       `json:"iterations"`
+	GoMaxProcs             int       `json:"gomaxprocs"`
+	GoVersion              string    `json:"go_version"`
 }
 
 // pluginConfig is the nri-ref-plugin configuration the bench writes.
@@ -657,21 +659,25 @@ func runSync(plugin string, containers, rounds int) error {
 		stop(p)
 		time.Sleep(50 * time.Millisecond)
 	}
+	// summarize sorts its samples: keep the order measured first.
+	insideUs, fromStartUs := micros(inside), micros(fromStart)
 	syncLat, fromStartLat := summarize(inside), summarize(fromStart)
 	perRound := func(ticks int) float64 {
 		return float64(ticks) * 1e6 / userHZ / float64(max(rounds, 1))
 	}
 	return emit(Report{
-		Mode:             "sync",
-		SyncRuntimeCPUUs: perRound(runtimeTicks),
-		SyncPluginCPUUs:  perRound(pluginTicks),
-		Sync:             &syncLat,
-		SyncFromStart:    &fromStartLat,
-		Containers:       containers,
-		Pods:             len(pods),
-		SyncBytes:        size,
-		Plugins:          1,
-		Iterations:       rounds,
+		Mode:                   "sync",
+		SyncRuntimeCPUUs:       perRound(runtimeTicks),
+		SyncPluginCPUUs:        perRound(pluginTicks),
+		Sync:                   &syncLat,
+		SyncSamplesUs:          insideUs,
+		SyncFromStart:          &fromStartLat,
+		SyncFromStartSamplesUs: fromStartUs,
+		Containers:             containers,
+		Pods:                   len(pods),
+		SyncBytes:              size,
+		Plugins:                1,
+		Iterations:             rounds,
 	})
 }
 
