@@ -17,9 +17,11 @@
 //! every plugin call (metrics on; default off).
 //!
 //! * `create`: registers `-registrations` plugins one at a time (process
-//!   start to completed Synchronize), times as many plugin processes from
-//!   their start to their connection to a bare listener and to the end of
-//!   a registration by a scripted runtime (frames encoded in advance), starts `-plugins` plugins subscribed
+//!   start to completed Synchronize), after each timing one more plugin
+//!   process from its start to its connection to a bare listener and one to
+//!   the end of a registration by a scripted runtime (frames encoded in
+//!   advance), and prints every one of these times as well as their
+//!   summaries; starts `-plugins` plugins subscribed
 //!   to CreateContainer (one annotation and one variable each), reads their
 //!   and its own `VmRSS` once every adjustment shows, times `-n`
 //!   CreateContainer calls, reads its own `VmRSS` again; then times as many
@@ -36,7 +38,8 @@
 //!   annotations each) offered to `-rounds` plugins started one at a time;
 //!   each Synchronize is timed inside the runtime hook and from the
 //!   plugin's process start; then as many plugins are offered the same
-//!   table by a scripted runtime (the messages encoded in advance).
+//!   table by a scripted runtime (the messages encoded in advance). Every
+//!   round's times are printed as well as their summaries.
 //! * `load`: `-plugins` plugins subscribed as in `lifecycle`, each also
 //!   sending an unsolicited UpdateContainers every `-update-ms`; lifecycles
 //!   started at a fixed `-rate` per second for `-duration` seconds, one at a

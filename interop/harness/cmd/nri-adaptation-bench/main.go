@@ -16,7 +16,8 @@
 // Mode create:
 //
 //  1. registers -registrations plugins one at a time (each is started,
-//     timed until its Synchronize has completed, then killed);
+//     timed until its Synchronize has completed, then killed), and prints
+//     every one of these times as well as their summary;
 //  2. starts -plugins plugins, each subscribed to CreateContainer only and
 //     answering with one annotation and one environment variable of its own;
 //     once every plugin's adjustment shows in a CreateContainer reply it
@@ -32,7 +33,8 @@
 // Mode sync: a table of -containers containers (ten per pod, each with four
 // 1 KiB annotations) is offered to -rounds plugins started one at a time;
 // each Synchronize (split into messages of at most 4 MiB) is timed inside
-// the runtime's sync callback, and from the plugin's process start.
+// the runtime's sync callback, and from the plugin's process start; every
+// round's times are printed as well as their summaries.
 //
 // Mode wasm: MODULE is a WebAssembly plugin (the interop harness's
 // nri-wasm-scripted), installed as the pre-installed plugin 10-wasm with the
