@@ -428,7 +428,8 @@ fn sync_case(progs: &Programs, containers: usize, rounds: usize) -> Vec<(usize, 
         "-rounds",
         &per_run.to_string(),
     ]);
-    // All Rust and all Go next to each other, then the mixed pairs.
+    // All Rust and all Go next to each other, then the mixed pairs; every
+    // other run in the reverse order.
     let order = [
         (Runtime::Rust, Plugin::RustMin),
         (Runtime::Go, Plugin::GoMin),
@@ -2532,7 +2533,7 @@ fn render_sync(d: &mut String, res: &Results) {
         d,
         "\nRounds per case: {}, in {SYNC_RUNS} runs of each runtime and plugin, pooled: each \
          run of all Rust right before or after one of all Go (which goes first switching from \
-         run to run), then the mixed pairs.\n",
+         run to run), the mixed pairs before or after those two.\n",
         rounds.join(", ")
     );
     let _ = writeln!(
