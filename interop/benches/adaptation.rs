@@ -593,14 +593,11 @@ fn pool_samples<'a>(into: &mut Report, others: impl Iterator<Item = &'a Report> 
 /// summarize) of samples in microseconds; `None` for none.
 fn pooled(samples: impl Iterator<Item = f64>) -> Option<Latency> {
     let mut all: Vec<f64> = samples.collect();
-    if all.is_empty() {
-        return None;
-    }
     all.sort_by(f64::total_cmp);
-    let rank = |p: f64| all[((p * all.len() as f64).ceil() as usize).clamp(1, all.len()) - 1];
+    let rank = |p: f64| nri_interop::bench::nearest_rank(&all, p);
     Some(Latency {
-        median_us: rank(0.5),
-        p99_us: rank(0.99),
+        median_us: rank(0.5)?,
+        p99_us: rank(0.99)?,
     })
 }
 

@@ -139,6 +139,24 @@ pub struct ProcStat {
     pub stime: u64,
 }
 
+/// The `p` quantile (0 < `p` ≤ 1) of `sorted`, samples in ascending order,
+/// by nearest rank: the smallest sample with at least that share of them at
+/// or below it. Both bench programs summarize their samples so (Go's
+/// `summarize` alike); `None` for no samples.
+///
+/// ```
+/// use nri_interop::bench::nearest_rank;
+///
+/// let sorted = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+/// assert_eq!(nearest_rank(&sorted, 0.5), Some(5));
+/// assert_eq!(nearest_rank(&sorted, 0.99), Some(10));
+/// assert_eq!(nearest_rank::<u32>(&[], 0.5), None);
+/// ```
+pub fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len().max(1));
+    sorted.get(rank - 1).copied()
+}
+
 /// Reads `/proc/<pid>/stat`.
 ///
 /// ```

@@ -209,11 +209,12 @@ async fn bench_raw(req_len: usize, resp_len: usize, iters: usize, warmup: usize)
 
 /// Median and 99th percentile (nearest rank).
 pub fn summarize(mut samples: Vec<Duration>) -> Latency {
-    assert!(!samples.is_empty(), "no samples");
     samples.sort_unstable();
     let rank = |p: f64| {
-        let i = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1;
-        samples[i].as_secs_f64() * 1e6
+        nri_interop::bench::nearest_rank(&samples, p)
+            .expect("no samples")
+            .as_secs_f64()
+            * 1e6
     };
     Latency {
         median_us: rank(0.5),

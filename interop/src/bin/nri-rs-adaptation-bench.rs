@@ -1167,8 +1167,12 @@ impl EventLoopChain {
         let started = Instant::now();
         let mut result = nri_adaptation::CreateResult::new(create_request(i as i64));
         let mut work = started.elapsed();
-        let calls = self.conns.iter_mut().zip(&mut self.pending);
-        for (k, (conn, pending)) in calls.enumerate() {
+        let calls = self
+            .conns
+            .iter_mut()
+            .zip(&mut self.pending)
+            .zip(&self.names);
+        for (k, ((conn, pending), name)) in calls.enumerate() {
             let started = Instant::now();
             let frame = request_frame(&result, id)?;
             work += started.elapsed();
@@ -1177,7 +1181,6 @@ impl EventLoopChain {
                 .map_err(|e| format!("write: {e}"))?;
             let body = await_reply(conn, pending, id, poll, true).await?;
             let started = Instant::now();
-            let name = self.names.get(k).map_or("chain", String::as_str);
             merge_reply(&mut result, name, &body).map_err(|e| format!("plugin {k}: {e}"))?;
             work += started.elapsed();
         }
@@ -1933,17 +1936,15 @@ fn micros(samples: &[Duration]) -> Vec<f64> {
 }
 
 fn summarize(mut samples: Vec<Duration>) -> Result<Latency, Failure> {
-    if samples.is_empty() {
-        return Err("no samples".into());
-    }
     samples.sort_unstable();
     let rank = |p: f64| {
-        let i = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1;
-        samples[i].as_secs_f64() * 1e6
+        nri_interop::bench::nearest_rank(&samples, p)
+            .map(|d| d.as_secs_f64() * 1e6)
+            .ok_or("no samples")
     };
     Ok(Latency {
-        median_us: rank(0.5),
-        p99_us: rank(0.99),
+        median_us: rank(0.5)?,
+        p99_us: rank(0.99)?,
     })
 }
 
