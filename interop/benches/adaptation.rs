@@ -643,7 +643,10 @@ fn build_go_min_plugin(go_bench: &Path, cgo: bool) -> PathBuf {
 /// the same, static, as `deploy/build-images` builds the shipped plugins;
 /// the release profile for size, static). Each build has a target
 /// directory of its own under `$CARGO_TARGET_DIR/min-plugin`, so that the
-/// next run rebuilds nothing.
+/// next run rebuilds nothing. In each, the plugin on the blocking stub is
+/// built without the package's default features, as a plugin on the
+/// blocking stub depends on `nri-stub` (its lean set: no tokio), and the
+/// async one and the floor with them.
 fn build_min_plugins() -> (PathBuf, PathBuf, PathBuf) {
     let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
     let base = nri_interop::bin_dir()
@@ -656,37 +659,47 @@ fn build_min_plugins() -> (PathBuf, PathBuf, PathBuf) {
         .join("Cargo.toml");
     let build = |dir: &str, static_: bool, extra: &[&str]| -> PathBuf {
         let target_dir = base.join(dir);
-        let mut cmd = Command::new(&cargo);
-        cmd.env("CARGO_TARGET_DIR", &target_dir)
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .arg("build")
-            .arg("--quiet")
-            .arg("--locked")
-            .arg("--release")
-            .arg("--manifest-path")
-            .arg(&manifest)
-            // It installs no subscriber: its log events are not compiled in
-            // (tracing's `release_max_level_off`, see its README).
-            .args(["--features", "no-logs"])
-            .args(extra);
         let out = if static_ {
-            // With --target the flag reaches the plugin and not the build
-            // scripts or procedural macros.
-            cmd.env("RUSTFLAGS", "-C target-feature=+crt-static")
-                .arg("--target")
-                .arg(&triple);
             target_dir.join(&triple).join("release")
         } else {
             target_dir.join("release")
         };
-        eprintln!("adaptation bench: building the minimal Rust plugin ({dir})");
-        let status = cmd
-            .status()
-            .unwrap_or_else(|e| panic!("run {}: {e}", cargo.to_string_lossy()));
-        assert!(
-            status.success(),
-            "cargo build of the minimal plugin ({dir}) failed"
-        );
+        let programs: [(&[&str], &[&str]); 2] = [
+            (&[], &["--bin", "nri-rs-min-plugin", "--bin", RSS_FLOOR]),
+            (&["--no-default-features"], &["--bin", MIN_BLOCKING_PLUGIN]),
+        ];
+        for (features, bins) in programs {
+            let mut cmd = Command::new(&cargo);
+            cmd.env("CARGO_TARGET_DIR", &target_dir)
+                .env_remove("CARGO_ENCODED_RUSTFLAGS")
+                .arg("build")
+                .arg("--quiet")
+                .arg("--locked")
+                .arg("--release")
+                .arg("--manifest-path")
+                .arg(&manifest)
+                .args(features)
+                // It installs no subscriber: its log events are not compiled
+                // in (tracing's `release_max_level_off`, see its README).
+                .args(["--features", "no-logs"])
+                .args(bins)
+                .args(extra);
+            if static_ {
+                // With --target the flag reaches the plugin and not the build
+                // scripts or procedural macros.
+                cmd.env("RUSTFLAGS", "-C target-feature=+crt-static")
+                    .arg("--target")
+                    .arg(&triple);
+            }
+            eprintln!("adaptation bench: building the minimal Rust plugins ({dir}): {bins:?}");
+            let status = cmd
+                .status()
+                .unwrap_or_else(|e| panic!("run {}: {e}", cargo.to_string_lossy()));
+            assert!(
+                status.success(),
+                "cargo build of the minimal plugin ({dir}) failed"
+            );
+        }
         out.join("nri-rs-min-plugin")
     };
     let dynamic = build("dynamic", false, &[]);

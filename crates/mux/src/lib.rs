@@ -16,6 +16,11 @@
 //! which Go readers require, then the rest in one frame, as Go peers write; frames read
 //! may be up to [`MAX_FRAME_PAYLOAD`] bytes.
 //!
+//! Without its default feature `async`, the crate is the frame format alone
+//! ([`FrameHeader`], [`encode_frames`], the connection ids and limits), with
+//! no tokio, for code that reads and writes the trunk itself on a blocking
+//! socket, as `nri-stub`'s blocking stub does.
+//!
 //! ```
 //! use nri_mux::{Mux, MuxOptions, PLUGIN_SERVICE_CONN};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -40,27 +45,36 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod conn;
+/// Items of the default feature `async`, each compiled only with it.
+macro_rules! with_async {
+    ($($item:item)*) => { $( #[cfg(feature = "async")] $item )* };
+}
+
+with_async! {
+    mod conn;
+    mod mux;
+    mod options;
+    mod reader;
+    mod shared;
+    mod trunk;
+    mod writer;
+
+    pub use conn::MuxConn;
+    pub use mux::Mux;
+    pub use options::MuxOptions;
+    pub use trunk::UnixTrunk;
+}
+
 mod error;
 mod frame;
-mod mux;
-mod options;
-mod reader;
-mod shared;
-mod trunk;
-mod writer;
 
-pub use conn::MuxConn;
 pub use error::MuxError;
 pub use frame::{
     encode_frames, ConnId, FrameHeader, DEFAULT_READ_QUEUE_LEN, GO_READ_BUFFER, HEADER_LEN,
     LOWEST_CONN_ID, MAX_FRAME_PAYLOAD, PLUGIN_SERVICE_CONN, RESERVED_CONN_ID, RUNTIME_SERVICE_CONN,
 };
-pub use mux::Mux;
-pub use options::MuxOptions;
-pub use trunk::UnixTrunk;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "async"))]
 mod tests {
     use super::*;
 

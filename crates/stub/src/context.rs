@@ -1,12 +1,18 @@
 //! What handlers know about the plugin and the runtime: [`Context`], [`RuntimeInfo`],
 //! [`ConfigureInfo`].
 
+#[cfg(feature = "async")]
 use std::sync::Arc;
 use std::time::Duration;
 
+use nri_api::ConfigureRequest;
+#[cfg(feature = "async")]
 use nri_api::{ContainerEviction, ContainerUpdate};
+#[cfg(feature = "async")]
 use nri_ttrpc::TraceContext;
 
+use crate::version::runtime_nri_version;
+#[cfg(feature = "async")]
 use crate::{Error, RuntimeHandle};
 
 /// Registration timeout used until the runtime sends its own (NRI's default, 5 s).
@@ -73,6 +79,7 @@ pub struct ConfigureInfo {
 /// # Ok(())
 /// # }
 /// ```
+#[cfg(feature = "async")]
 #[derive(Debug, Clone)]
 pub struct Context {
     inner: Arc<Inner>,
@@ -80,6 +87,7 @@ pub struct Context {
     trace: Option<TraceContext>,
 }
 
+#[cfg(feature = "async")]
 #[derive(Debug)]
 struct Inner {
     name: String,
@@ -89,6 +97,7 @@ struct Inner {
     handle: RuntimeHandle,
 }
 
+#[cfg(feature = "async")]
 impl Context {
     pub(crate) fn new(
         index: &str,
@@ -173,5 +182,29 @@ impl Context {
             .handle
             .update_containers(updates, evictions)
             .await
+    }
+}
+
+/// What a Configure request says of the runtime: its NRI version (reported,
+/// or inferred from its name and version) and its timeouts (the defaults
+/// where it sends none).
+pub(crate) fn runtime_info(req: ConfigureRequest) -> RuntimeInfo {
+    let (nri_version, nri_version_inferred) =
+        runtime_nri_version(&req.nri_version, &req.runtime_name, &req.runtime_version);
+    RuntimeInfo {
+        name: req.runtime_name,
+        version: req.runtime_version,
+        nri_version,
+        nri_version_inferred,
+        registration_timeout: timeout_ms(req.registration_timeout, DEFAULT_REGISTRATION_TIMEOUT),
+        request_timeout: timeout_ms(req.request_timeout, DEFAULT_REQUEST_TIMEOUT),
+    }
+}
+
+fn timeout_ms(ms: i64, default: Duration) -> Duration {
+    // Runtimes before NRI v0.7 send no timeouts; keep the defaults rather than zero.
+    match u64::try_from(ms) {
+        Ok(ms) if ms > 0 => Duration::from_millis(ms),
+        _ => default,
     }
 }

@@ -281,3 +281,9 @@ fn pretty(events: EventMask) -> String {
 fn hex(events: EventMask) -> String {
     crate::events::hex(events)
 }
+
+/// Turns a handler error into the status the runtime receives: code `Unknown` and the
+/// error's text, as Go's ttRPC does for plain errors.
+pub(crate) fn handler_status(err: BoxError) -> nri_ttrpc::Status {
+    nri_ttrpc::Status::unknown(err.to_string())
+}

@@ -48,12 +48,24 @@
 //!
 //! Runtimes older than NRI v0.12 deliver some events through the generic `StateChange`
 //! request; the stub dispatches those to the same handlers.
+//!
+//! # Features
+//!
+//! * `async` (default): the async [`Stub`], [`Plugin`] and its [`plugin`] attribute,
+//!   [`Context`] and [`RuntimeHandle`], on tokio. Without it (`default-features =
+//!   false`) the crate is the [`blocking`] stub alone and brings in no tokio, no ttRPC
+//!   client or server and no multiplexer: a plugin on the blocking stub links nothing it
+//!   does not use.
 #![warn(missing_docs)]
 
 extern crate self as nri_stub;
 
+/// Items of the default feature `async`, each compiled only with it.
+macro_rules! with_async {
+    ($($item:item)*) => { $( #[cfg(feature = "async")] $item )* };
+}
+
 pub mod blocking;
-mod builder;
 mod connect;
 mod context;
 mod error;
@@ -61,43 +73,53 @@ mod events;
 mod identity;
 mod panic;
 mod plugin;
-mod reconnect;
-mod runtime_handle;
-mod server;
-mod session;
-mod stub;
-mod sync;
-mod trace;
 mod version;
 
-pub use builder::StubBuilder;
 pub use context::{
-    ConfigureInfo, Context, RuntimeInfo, DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
+    ConfigureInfo, RuntimeInfo, DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use error::{BoxError, Error, HandlerResult, Result};
 pub use panic::HandlerPanic;
-pub use plugin::{CreateContainerResult, Plugin};
-pub use reconnect::Backoff;
-pub use runtime_handle::RuntimeHandle;
-pub use stub::Stub;
+pub use plugin::CreateContainerResult;
 pub use version::PLUGIN_NRI_VERSION;
 
 /// The NRI protocol types (`nri-api`), e.g. [`api::Container`], [`api::ContainerAdjustment`].
 pub use nri_api as api;
 pub use nri_api::EventMask;
-/// W3C trace context as received with a request; see [`Context::trace_context`].
-pub use nri_ttrpc::TraceContext;
 
-/// Makes `async fn` in trait impls work; applied by [`plugin`] already. Use it directly
-/// only on a `Plugin` impl written without [`plugin`].
-pub use async_trait::async_trait;
+// The async stub.
+with_async! {
+    mod builder;
+    mod reconnect;
+    mod runtime_handle;
+    mod server;
+    mod session;
+    mod stub;
+    mod sync;
+    mod trace;
 
-/// Attribute for `impl Plugin for T` blocks: subscribes the plugin to the events it has
-/// handlers for, and enables `async fn` handlers. See [`Plugin`].
-pub use nri_stub_macros::plugin;
+    pub use builder::StubBuilder;
+    pub use context::Context;
+    pub use plugin::Plugin;
+    pub use reconnect::Backoff;
+    pub use runtime_handle::RuntimeHandle;
+    pub use stub::Stub;
+
+    /// W3C trace context as received with a request; see [`Context::trace_context`].
+    pub use nri_ttrpc::TraceContext;
+
+    /// Makes `async fn` in trait impls work; applied by [`plugin`] already. Use it directly
+    /// only on a `Plugin` impl written without [`plugin`].
+    pub use async_trait::async_trait;
+
+    /// Attribute for `impl Plugin for T` blocks: subscribes the plugin to the events it has
+    /// handlers for, and enables `async fn` handlers. See [`Plugin`].
+    pub use nri_stub_macros::plugin;
+}
 
 /// Used by code that `#[nri_stub::plugin]` generates; not a public API.
 #[doc(hidden)]
+#[cfg(feature = "async")]
 pub mod __private {
     pub use crate::events::mask_of;
     pub use nri_api::Event;

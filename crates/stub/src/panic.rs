@@ -3,10 +3,13 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
+#[cfg(feature = "async")]
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+#[cfg(feature = "async")]
 use std::pin::Pin;
 use std::sync::Once;
+#[cfg(feature = "async")]
 use std::task::{Context, Poll};
 
 /// A plugin handler panicked.
@@ -86,6 +89,7 @@ fn message_of(payload: &(dyn Any + Send)) -> String {
 }
 
 /// Runs `future`, turning a panic while it is polled into [`Caught`].
+#[cfg(feature = "async")]
 pub(crate) fn catching<F: Future>(future: F) -> CatchPanic<F> {
     install_hook();
     CatchPanic {
@@ -94,10 +98,12 @@ pub(crate) fn catching<F: Future>(future: F) -> CatchPanic<F> {
 }
 
 /// The future of [`catching`].
+#[cfg(feature = "async")]
 pub(crate) struct CatchPanic<F> {
     inner: Pin<Box<F>>,
 }
 
+#[cfg(feature = "async")]
 impl<F: Future> Future for CatchPanic<F> {
     type Output = Result<F::Output, Caught>;
 
@@ -128,7 +134,7 @@ pub(crate) fn catching_blocking<T>(f: impl FnOnce() -> T) -> Result<T, Caught> {
     catch(f)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "async"))]
 mod tests {
     use super::*;
 

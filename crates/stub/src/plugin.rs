@@ -1,11 +1,14 @@
 //! The [`Plugin`] trait: one method per NRI request, all optional.
 
+#[cfg(feature = "async")]
 use async_trait::async_trait;
+#[cfg(feature = "async")]
 use nri_api::{
-    Container, ContainerAdjustment, ContainerEviction, ContainerUpdate, EventMask, LinuxResources,
-    PodSandbox, ValidateContainerAdjustmentRequest,
+    Container, EventMask, LinuxResources, PodSandbox, ValidateContainerAdjustmentRequest,
 };
+use nri_api::{ContainerAdjustment, ContainerEviction, ContainerUpdate};
 
+#[cfg(feature = "async")]
 use crate::{ConfigureInfo, Context, HandlerResult};
 
 /// An NRI plugin: implement the handlers for the events you care about.
@@ -65,6 +68,7 @@ use crate::{ConfigureInfo, Context, HandlerResult};
 ///     }
 /// }
 /// ```
+#[cfg(feature = "async")]
 #[async_trait]
 pub trait Plugin: crate::__private::PluginAttribute + Send + Sync + 'static {
     /// The events this plugin has handlers for.

@@ -7,15 +7,13 @@ use nri_api::*;
 use nri_ttrpc::Status;
 use tokio::sync::{oneshot, Notify};
 
+use crate::context::runtime_info;
+use crate::error::handler_status;
 use crate::events::subscription;
 use crate::identity::Identity;
 use crate::panic::{Caught, HandlerPanic};
 use crate::sync::{Pending, SyncMessage, Tables};
-use crate::version::runtime_nri_version;
-use crate::{
-    BoxError, ConfigureInfo, Context, Error, Plugin, RuntimeHandle, RuntimeInfo,
-    DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
-};
+use crate::{ConfigureInfo, Context, Error, Plugin, RuntimeHandle};
 
 /// What the stub adds to its Configure reply besides the subscription.
 #[derive(Debug, Clone, Copy, Default)]
@@ -54,36 +52,6 @@ struct State {
     subscribed: EventMask,
     /// The messages of a split Synchronize received so far.
     pending_sync: Option<Pending>,
-}
-
-/// Turns a handler error into the status the runtime receives: code `Unknown` and the
-/// error's text, as Go's ttRPC does for plain errors.
-pub(crate) fn handler_status(err: BoxError) -> Status {
-    Status::unknown(err.to_string())
-}
-
-/// What a Configure request says of the runtime: its NRI version (reported,
-/// or inferred from its name and version) and its timeouts (the defaults
-/// where it sends none).
-pub(crate) fn runtime_info(req: ConfigureRequest) -> RuntimeInfo {
-    let (nri_version, nri_version_inferred) =
-        runtime_nri_version(&req.nri_version, &req.runtime_name, &req.runtime_version);
-    RuntimeInfo {
-        name: req.runtime_name,
-        version: req.runtime_version,
-        nri_version,
-        nri_version_inferred,
-        registration_timeout: timeout_ms(req.registration_timeout, DEFAULT_REGISTRATION_TIMEOUT),
-        request_timeout: timeout_ms(req.request_timeout, DEFAULT_REQUEST_TIMEOUT),
-    }
-}
-
-fn timeout_ms(ms: i64, default: Duration) -> Duration {
-    // Runtimes before NRI v0.7 send no timeouts; keep the defaults rather than zero.
-    match u64::try_from(ms) {
-        Ok(ms) if ms > 0 => Duration::from_millis(ms),
-        _ => default,
-    }
 }
 
 impl<P: Plugin> Session<P> {

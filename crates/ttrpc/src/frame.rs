@@ -17,11 +17,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 #[cfg(feature = "mux")]
 use std::task::{Context, Poll};
 
+#[cfg(feature = "async")]
 use bytes::{Buf, Bytes, BytesMut};
 #[cfg(feature = "mux")]
 use nri_mux::MuxConn;
+#[cfg(feature = "async")]
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
+#[cfg(feature = "async")]
 use crate::error::Error;
 
 /// Length of the message header in bytes.
@@ -38,8 +41,10 @@ pub const MESSAGE_TYPE_RESPONSE: u8 = 2;
 pub const MESSAGE_TYPE_DATA: u8 = 3;
 
 /// Size of the chunks an oversized payload is discarded in.
+#[cfg(feature = "async")]
 const DISCARD_CHUNK: usize = 16 * 1024;
 /// Initial read buffer capacity.
+#[cfg(feature = "async")]
 const READ_BUF: usize = 8 * 1024;
 
 /// A decoded message header.
@@ -101,6 +106,7 @@ pub fn oversize_message(len: usize, max: usize) -> String {
 }
 
 /// Human-readable name of a message type, for logs and errors.
+#[cfg(feature = "async")]
 pub(crate) fn kind_name(kind: u8) -> &'static str {
     match kind {
         MESSAGE_TYPE_REQUEST => "request",
@@ -114,6 +120,7 @@ pub(crate) fn kind_name(kind: u8) -> &'static str {
 ///
 /// Fails with [`Error::Oversized`] when the encoded message exceeds
 /// [`MAX_MESSAGE_LEN`]; nothing is allocated for it in that case.
+#[cfg(feature = "async")]
 pub(crate) fn encode_frame(
     stream_id: u32,
     kind: u8,
@@ -127,6 +134,7 @@ pub(crate) fn encode_frame(
 
 /// The payload field of an envelope being encoded into a frame: a message
 /// encoded in place (no intermediate buffer), or bytes already encoded.
+#[cfg(feature = "async")]
 pub(crate) trait Payload {
     /// Encoded length in bytes.
     fn encoded_len(&self) -> usize;
@@ -135,8 +143,10 @@ pub(crate) trait Payload {
 }
 
 /// A message as a [`Payload`].
+#[cfg(feature = "async")]
 pub(crate) struct InPlace<'a, M>(pub(crate) &'a M);
 
+#[cfg(feature = "async")]
 impl<M: prost::Message> Payload for InPlace<'_, M> {
     fn encoded_len(&self) -> usize {
         self.0.encoded_len()
@@ -148,6 +158,7 @@ impl<M: prost::Message> Payload for InPlace<'_, M> {
     }
 }
 
+#[cfg(feature = "async")]
 impl Payload for [u8] {
     fn encoded_len(&self) -> usize {
         self.len()
@@ -160,6 +171,7 @@ impl Payload for [u8] {
 
 /// Length of a length-delimited field (`bytes`, `string`, message) of
 /// `len` bytes; proto3 leaves an empty one out.
+#[cfg(feature = "async")]
 fn delimited_len(tag: u32, len: usize) -> usize {
     use prost::encoding::{encoded_len_varint, key_len};
     if len == 0 {
@@ -170,6 +182,7 @@ fn delimited_len(tag: u32, len: usize) -> usize {
 }
 
 /// Key and length of a length-delimited field, unless it is empty.
+#[cfg(feature = "async")]
 fn put_delimited_head(tag: u32, len: usize, buf: &mut Vec<u8>) {
     use prost::encoding::{encode_key, encode_varint, WireType};
     if len != 0 {
@@ -180,6 +193,7 @@ fn put_delimited_head(tag: u32, len: usize, buf: &mut Vec<u8>) {
 
 /// Allocates a frame of `len` envelope bytes with its header written;
 /// [`Error::Oversized`] (and no allocation) past [`MAX_MESSAGE_LEN`].
+#[cfg(feature = "async")]
 fn start_frame(stream_id: u32, kind: u8, flags: u8, len: usize) -> Result<Vec<u8>, Error> {
     if len > MAX_MESSAGE_LEN {
         return Err(Error::Oversized {
@@ -203,6 +217,7 @@ fn start_frame(stream_id: u32, kind: u8, flags: u8, len: usize) -> Result<Vec<u8
 }
 
 /// Checks that a frame holds exactly what its header announced.
+#[cfg(feature = "async")]
 fn finish_frame(buf: Vec<u8>, len: usize) -> Result<Vec<u8>, Error> {
     if buf.len() != HEADER_LEN + len {
         return Err(Error::Protocol(format!(
@@ -219,6 +234,7 @@ fn finish_frame(buf: Vec<u8>, len: usize) -> Result<Vec<u8>, Error> {
 ///
 /// Fails with [`Error::Oversized`] when the envelope exceeds
 /// [`MAX_MESSAGE_LEN`]; nothing is allocated for it in that case.
+#[cfg(feature = "async")]
 pub(crate) fn encode_request_frame(
     service: &str,
     method: &str,
@@ -258,6 +274,7 @@ pub(crate) fn encode_request_frame(
 /// Encodes the frame of a successful response: the bytes [`encode_frame`]
 /// makes of a [`proto::Response`](crate::proto::Response) without status,
 /// with the payload encoded straight into the frame.
+#[cfg(feature = "async")]
 pub(crate) fn encode_ok_response_frame(
     stream_id: u32,
     payload: &(impl Payload + ?Sized),
@@ -273,6 +290,7 @@ pub(crate) fn encode_ok_response_frame(
 }
 
 /// Rewrites the stream id of a frame built by [`encode_frame`].
+#[cfg(feature = "async")]
 pub(crate) fn set_stream_id(frame: &mut [u8], stream_id: u32) {
     if let Some(slot) = frame.get_mut(4..8) {
         slot.copy_from_slice(&stream_id.to_be_bytes());
@@ -280,6 +298,7 @@ pub(crate) fn set_stream_id(frame: &mut [u8], stream_id: u32) {
 }
 
 /// What the [`FrameReader`] produced.
+#[cfg(feature = "async")]
 #[derive(Debug)]
 pub(crate) enum Inbound {
     /// A complete message.
@@ -292,6 +311,7 @@ pub(crate) enum Inbound {
 }
 
 /// Where a [`FrameReader`] reads from.
+#[cfg(feature = "async")]
 pub(crate) enum Source {
     /// Any byte stream: its bytes are read into the reader's buffer.
     Stream(Box<dyn AsyncRead + Send + Unpin>),
@@ -307,6 +327,7 @@ pub(crate) enum Source {
 /// [`FrameReader::next`] is cancel-safe: all progress is kept in the reader,
 /// so the future may be dropped (e.g. in `tokio::select!`) and called again
 /// without losing bytes.
+#[cfg(feature = "async")]
 pub(crate) struct FrameReader {
     source: Source,
     /// Received bytes not yet taken, as a [`Source::Mux`] handed them over.
@@ -318,6 +339,7 @@ pub(crate) struct FrameReader {
     discarding: Option<(FrameHeader, usize)>,
 }
 
+#[cfg(feature = "async")]
 impl FrameReader {
     /// A reader of any byte stream.
     #[cfg(test)]
@@ -449,6 +471,7 @@ impl FrameReader {
 }
 
 /// What the bytes at the front of a buffer hold.
+#[cfg(feature = "async")]
 enum Front {
     /// A whole message, header and payload.
     Whole(FrameHeader),
@@ -459,6 +482,7 @@ enum Front {
     Part(usize),
 }
 
+#[cfg(feature = "async")]
 fn front(buf: &[u8]) -> Front {
     let Some(header) = buf
         .get(..HEADER_LEN)
@@ -535,7 +559,7 @@ where
 }
 
 /// Splits `stream` into the source of its frames and its writing half.
-#[cfg(not(feature = "mux"))]
+#[cfg(all(feature = "async", not(feature = "mux")))]
 pub(crate) fn split<S>(stream: S) -> (Source, Box<dyn AsyncWrite + Send + Unpin>)
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -543,6 +567,7 @@ where
     split_stream(stream)
 }
 
+#[cfg(feature = "async")]
 fn split_stream<S>(stream: S) -> (Source, Box<dyn AsyncWrite + Send + Unpin>)
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -551,7 +576,7 @@ where
     (Source::Stream(Box::new(rd)), Box::new(wr))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "async"))]
 mod tests {
     use super::*;
     use tokio::io::AsyncWriteExt;

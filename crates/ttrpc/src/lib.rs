@@ -64,23 +64,32 @@
 //! # }
 //! ```
 
-mod busy_poll;
-mod client;
+/// Items of the default feature `async`, each compiled only with it.
+macro_rules! with_async {
+    ($($item:item)*) => { $( #[cfg(feature = "async")] $item )* };
+}
+
+with_async! {
+    mod busy_poll;
+    mod client;
+    mod context;
+    mod outbox;
+    mod server;
+
+    pub use client::Client;
+    pub use context::RequestContext;
+    pub use server::{BoxFuture, Handler, Server, DEFAULT_MAX_IN_FLIGHT};
+}
+
 mod code;
-mod context;
 mod error;
 pub mod frame;
-mod outbox;
 pub mod proto;
-mod server;
 mod status;
 pub mod trace;
 
-pub use client::Client;
 pub use code::Code;
-pub use context::RequestContext;
 pub use error::Error;
 pub use frame::MAX_MESSAGE_LEN;
-pub use server::{BoxFuture, Handler, Server, DEFAULT_MAX_IN_FLIGHT};
 pub use status::Status;
 pub use trace::TraceContext;

@@ -44,6 +44,7 @@ pub struct Response {
     pub payload: Vec<u8>,
 }
 
+#[cfg(feature = "async")]
 /// [`Request`] as a server decodes it: the payload shares the buffer of
 /// the frame it came in (no copy).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -60,6 +61,7 @@ pub(crate) struct RequestIn {
     pub metadata: Vec<KeyValue>,
 }
 
+#[cfg(feature = "async")]
 /// [`Response`] as a client decodes it: the payload shares the buffer of
 /// the frame it came in (no copy).
 #[derive(Clone, PartialEq, prost::Message)]

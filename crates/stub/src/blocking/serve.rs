@@ -9,10 +9,11 @@ use nri_ttrpc::{Code, Status, MAX_MESSAGE_LEN};
 use prost::Message;
 
 use super::Plugin;
+use crate::context::runtime_info;
+use crate::error::handler_status;
 use crate::events::subscription;
 use crate::identity::Identity;
 use crate::panic::catching_blocking;
-use crate::session::{handler_status, runtime_info};
 use crate::{ConfigureInfo, Error, HandlerPanic, HandlerResult};
 
 /// What the run does after a reply went out.
