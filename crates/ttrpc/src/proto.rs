@@ -44,9 +44,9 @@ pub struct Response {
     pub payload: Vec<u8>,
 }
 
-#[cfg(feature = "async")]
 /// [`Request`] as a server decodes it: the payload shares the buffer of
 /// the frame it came in (no copy).
+#[cfg(feature = "async")]
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct RequestIn {
     #[prost(string, tag = "1")]
@@ -61,9 +61,9 @@ pub(crate) struct RequestIn {
     pub metadata: Vec<KeyValue>,
 }
 
-#[cfg(feature = "async")]
 /// [`Response`] as a client decodes it: the payload shares the buffer of
 /// the frame it came in (no copy).
+#[cfg(feature = "async")]
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct ResponseIn {
     #[prost(message, optional, tag = "1")]
