@@ -74,6 +74,9 @@ const RUST_BENCH: &str = env!("CARGO_BIN_EXE_nri-rs-adaptation-bench");
 const GO_PLUGIN: &str = "nri-ref-plugin";
 const RUST_PLUGIN: &str = env!("CARGO_BIN_EXE_nri-rs-test-plugin");
 const GO_MIN_PLUGIN: &str = "nri-min-plugin";
+/// The program of `interop/min-plugin` that is the minimal plugin on the
+/// async stub.
+const MIN_PLUGIN: &str = "nri-rs-min-plugin";
 /// The program of `interop/min-plugin` that is the minimal plugin's build
 /// without any plugin code (`common/rss_floor.rs`).
 const RSS_FLOOR: &str = "nri-rs-rss-floor";
@@ -665,7 +668,7 @@ fn build_min_plugins() -> (PathBuf, PathBuf, PathBuf) {
             target_dir.join("release")
         };
         let programs: [(&[&str], &[&str]); 2] = [
-            (&[], &["--bin", "nri-rs-min-plugin", "--bin", RSS_FLOOR]),
+            (&[], &["--bin", MIN_PLUGIN, "--bin", RSS_FLOOR]),
             (&["--no-default-features"], &["--bin", MIN_BLOCKING_PLUGIN]),
         ];
         for (features, bins) in programs {
@@ -700,7 +703,7 @@ fn build_min_plugins() -> (PathBuf, PathBuf, PathBuf) {
                 "cargo build of the minimal plugin ({dir}) failed"
             );
         }
-        out.join("nri-rs-min-plugin")
+        out.join(MIN_PLUGIN)
     };
     let dynamic = build("dynamic", false, &[]);
     let static_ = build("static", true, &[]);
