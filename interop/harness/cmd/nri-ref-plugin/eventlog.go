@@ -72,15 +72,17 @@ func (l *eventLog) open(path string) error {
 	return nil
 }
 
+// write appends e to the log; without a log file it does nothing, not even
+// encode e.
 func (l *eventLog) write(e *Entry) {
-	data, err := json.Marshal(e)
-	if err != nil {
-		data, _ = json.Marshal(&Entry{Event: e.Event, Error: "log encoding: " + err.Error()})
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		data, _ = json.Marshal(&Entry{Event: e.Event, Error: "log encoding: " + err.Error()})
 	}
 	_, _ = l.f.Write(append(data, '\n'))
 	_ = l.f.Sync()

@@ -93,7 +93,20 @@ impl EventLog {
     }
 
     /// Writes one entry (nothing when no log is open).
+    /// Whether a log file is open: without one, entries are not written
+    /// and need not be made.
+    pub fn is_open(&self) -> bool {
+        self.file
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
     pub fn write(&self, entry: &Entry) {
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(file) = file.as_mut() else {
+            return;
+        };
         let mut line = match serde_json::to_vec(entry) {
             Ok(line) => line,
             Err(err) => format!(
@@ -104,11 +117,8 @@ impl EventLog {
             .into_bytes(),
         };
         line.push(b'\n');
-        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(file) = file.as_mut() {
-            if let Err(err) = file.write_all(&line) {
-                eprintln!("nri-rs-test-plugin: write log: {err}");
-            }
+        if let Err(err) = file.write_all(&line) {
+            eprintln!("nri-rs-test-plugin: write log: {err}");
         }
     }
 }

@@ -145,17 +145,22 @@ impl TestPlugin {
         }
     }
 
-    fn pod_entry(event: &str, pod: &PodSandbox) -> Entry {
+    /// The log entry of a pod event; the pod is copied into it only when
+    /// the entry is written.
+    fn pod_entry(&self, event: &str, pod: &PodSandbox) -> Entry {
         Entry {
-            pod: Some(pod.clone()),
+            pod: self.log.is_open().then(|| pod.clone()),
             ..Entry::new(event)
         }
     }
 
-    fn container_entry(event: &str, pod: &PodSandbox, ctr: &Container) -> Entry {
+    /// The log entry of a container event; pod and container are copied
+    /// into it only when the entry is written.
+    fn container_entry(&self, event: &str, pod: &PodSandbox, ctr: &Container) -> Entry {
+        let logged = self.log.is_open();
         Entry {
-            pod: Some(pod.clone()),
-            container: Some(ctr.clone()),
+            pod: logged.then(|| pod.clone()),
+            container: logged.then(|| ctr.clone()),
             ..Entry::new(event)
         }
     }
@@ -222,7 +227,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::pod_entry("RunPodSandbox", pod)).await
+        self.enter(ctx, self.pod_entry("RunPodSandbox", pod)).await
     }
 
     async fn update_pod_sandbox(
@@ -235,7 +240,7 @@ impl Plugin for TestPlugin {
         let entry = Entry {
             overhead_resources: overhead.cloned(),
             resources: resources.cloned(),
-            ..Self::pod_entry("UpdatePodSandbox", pod)
+            ..self.pod_entry("UpdatePodSandbox", pod)
         };
         self.enter(ctx, entry).await
     }
@@ -245,7 +250,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::pod_entry("PostUpdatePodSandbox", pod))
+        self.enter(ctx, self.pod_entry("PostUpdatePodSandbox", pod))
             .await
     }
 
@@ -254,8 +259,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::pod_entry("StopPodSandbox", pod))
-            .await
+        self.enter(ctx, self.pod_entry("StopPodSandbox", pod)).await
     }
 
     async fn remove_pod_sandbox(
@@ -263,7 +267,7 @@ impl Plugin for TestPlugin {
         ctx: &Context,
         pod: &PodSandbox,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::pod_entry("RemovePodSandbox", pod))
+        self.enter(ctx, self.pod_entry("RemovePodSandbox", pod))
             .await
     }
 
@@ -273,7 +277,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<CreateContainerResult> {
-        self.enter(ctx, Self::container_entry("CreateContainer", pod, ctr))
+        self.enter(ctx, self.container_entry("CreateContainer", pod, ctr))
             .await?;
         let config = self.config();
         Ok(CreateContainerResult {
@@ -293,7 +297,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::container_entry("PostCreateContainer", pod, ctr))
+        self.enter(ctx, self.container_entry("PostCreateContainer", pod, ctr))
             .await
     }
 
@@ -303,7 +307,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::container_entry("StartContainer", pod, ctr))
+        self.enter(ctx, self.container_entry("StartContainer", pod, ctr))
             .await
     }
 
@@ -313,7 +317,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::container_entry("PostStartContainer", pod, ctr))
+        self.enter(ctx, self.container_entry("PostStartContainer", pod, ctr))
             .await
     }
 
@@ -326,7 +330,7 @@ impl Plugin for TestPlugin {
     ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
         let entry = Entry {
             resources: resources.cloned(),
-            ..Self::container_entry("UpdateContainer", pod, ctr)
+            ..self.container_entry("UpdateContainer", pod, ctr)
         };
         self.enter(ctx, entry).await?;
         Ok(self.config().updates("UpdateContainer"))
@@ -338,7 +342,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::container_entry("PostUpdateContainer", pod, ctr))
+        self.enter(ctx, self.container_entry("PostUpdateContainer", pod, ctr))
             .await
     }
 
@@ -348,7 +352,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
-        self.enter(ctx, Self::container_entry("StopContainer", pod, ctr))
+        self.enter(ctx, self.container_entry("StopContainer", pod, ctr))
             .await?;
         Ok(self.config().updates("StopContainer"))
     }
@@ -359,7 +363,7 @@ impl Plugin for TestPlugin {
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<()> {
-        self.enter(ctx, Self::container_entry("RemoveContainer", pod, ctr))
+        self.enter(ctx, self.container_entry("RemoveContainer", pod, ctr))
             .await
     }
 
