@@ -212,12 +212,11 @@ impl Client {
     /// response, so the runtime keeps checking its sockets without blocking
     /// instead of putting the thread to sleep in the kernel. Once data for
     /// the connection has come in, the thread keeps the CPU until the
-    /// response has passed through the runtime's tasks to the call. A response that
-    /// arrives within the window is taken without the thread being woken,
-    /// which on a machine with a core to spare saves the wake-up's latency;
-    /// the price is the CPU time of the polling,
-    /// up to `window` per call. Other tasks of the runtime run between the
-    /// looks. The call's timeout still applies: polling stops at the
+    /// response has passed through the runtime's tasks to the call. A
+    /// response that arrives within the window is taken without the thread
+    /// being woken, which on a machine with a core to spare saves the
+    /// wake-up's latency; the price is the CPU time of the polling, up to
+    /// `window` per call. Other tasks of the runtime run between the looks. The call's timeout still applies: polling stops at the
     /// deadline. On a machine with one core the poller competes with the
     /// peer it waits for, so leave it off there.
     ///

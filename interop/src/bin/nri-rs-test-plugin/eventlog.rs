@@ -92,7 +92,6 @@ impl EventLog {
         Ok(())
     }
 
-    /// Writes one entry (nothing when no log is open).
     /// Whether a log file is open: without one, entries are not written
     /// and need not be made.
     pub fn is_open(&self) -> bool {
@@ -102,6 +101,8 @@ impl EventLog {
             .is_some()
     }
 
+    /// Writes one entry (nothing, not even its encoding, when no log is
+    /// open).
     pub fn write(&self, entry: &Entry) {
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(file) = file.as_mut() else {
