@@ -3,9 +3,8 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -23,11 +22,6 @@ use tokio::time::Instant;
 /// back until the window ends or the scheduler preempts it. `sched_yield`
 /// returns at once when nothing else waits for the CPU.
 ///
-/// It does not yield the thread while `arrivals` says that the connection's
-/// reader was woken since the last look: the response is then on its way
-/// through this runtime's own tasks, and giving the CPU away at that moment
-/// would let another process run before the call had its response.
-///
 /// The window is measured on the system clock, not tokio's: with tokio's
 /// clock paused (in tests) it would never pass while this task keeps the
 /// runtime busy.
@@ -35,7 +29,6 @@ pub(crate) async fn poll_until<T>(
     rx: &mut oneshot::Receiver<T>,
     window: Duration,
     deadline: Option<Instant>,
-    arrivals: &Arrivals,
 ) -> Option<Result<T, oneshot::error::RecvError>> {
     let start = std::time::Instant::now();
     loop {
@@ -46,71 +39,8 @@ pub(crate) async fn poll_until<T>(
         if start.elapsed() >= window || deadline.is_some_and(|d| Instant::now() >= d) {
             return None;
         }
-        if !arrivals.take() {
-            std::thread::yield_now();
-        }
+        std::thread::yield_now();
         tokio::task::yield_now().await;
-    }
-}
-
-/// Records that a connection's reader task was woken: data came in for it.
-///
-/// The reader polls its source through [`Arrivals::watch`], which hands the
-/// source a waker that sets the mark before it wakes the reader.
-#[derive(Debug)]
-pub(crate) struct Arrivals {
-    flag: Arc<ArrivalWake>,
-    /// `flag` as a waker, made once.
-    waker: Waker,
-}
-
-#[derive(Debug, Default)]
-struct ArrivalWake {
-    woken: AtomicBool,
-    /// The waker of the task that polls through [`Arrivals::watch`].
-    reader: Mutex<Option<Waker>>,
-}
-
-impl Wake for ArrivalWake {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.store(true, Ordering::Release);
-        let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(reader) = reader.as_ref() {
-            reader.wake_by_ref();
-        }
-    }
-}
-
-impl Arrivals {
-    pub(crate) fn new() -> Arrivals {
-        let flag = Arc::new(ArrivalWake::default());
-        let waker = Waker::from(Arc::clone(&flag));
-        Arrivals { flag, waker }
-    }
-
-    /// Whether the reader was woken since the last `take`; clears the mark.
-    pub(crate) fn take(&self) -> bool {
-        self.flag.woken.swap(false, Ordering::Acquire)
-    }
-
-    /// Polls `fut` with a waker that marks an arrival before it wakes the
-    /// task polling this.
-    pub(crate) async fn watch<F: Future>(&self, fut: F) -> F::Output {
-        let mut fut = std::pin::pin!(fut);
-        poll_fn(|cx| {
-            {
-                let mut reader = self.flag.reader.lock().unwrap_or_else(|e| e.into_inner());
-                if !reader.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *reader = Some(cx.waker().clone());
-                }
-            }
-            fut.as_mut().poll(&mut Context::from_waker(&self.waker))
-        })
-        .await
     }
 }
 
@@ -216,35 +146,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_wake_of_the_watched_future_marks_an_arrival_and_wakes_its_task() {
-        let arrivals = Arc::new(Arrivals::new());
-        let (tx, rx) = oneshot::channel::<u8>();
-        let watching = Arc::clone(&arrivals);
-        let reader = tokio::spawn(async move { watching.watch(rx).await });
-        // Until the reader task has been polled once and waits.
-        while arrivals
-            .flag
-            .reader
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
-        {
-            tokio::task::yield_now().await;
-        }
-        assert!(!arrivals.take(), "nothing arrived yet");
-        tx.send(5).unwrap();
-        assert!(arrivals.take(), "the send woke the reader through the mark");
-        assert!(!arrivals.take(), "take clears the mark");
-        // The reader's own task was woken too: it finishes with the value.
-        let read = tokio::time::timeout(Duration::from_secs(10), reader).await;
-        assert_eq!(read.expect("the reader was woken").unwrap(), Ok(5));
-    }
-
-    #[tokio::test]
     async fn a_sent_value_is_taken_at_the_first_look() {
         let (tx, mut rx) = oneshot::channel();
         tx.send(7u8).unwrap();
-        let got = poll_until(&mut rx, Duration::from_secs(60), None, &Arrivals::new()).await;
+        let got = poll_until(&mut rx, Duration::from_secs(60), None).await;
         assert_eq!(got, Some(Ok(7)));
     }
 
@@ -252,7 +157,7 @@ mod tests {
     async fn nothing_within_the_window_is_none() {
         let (_tx, mut rx) = oneshot::channel::<u8>();
         let started = std::time::Instant::now();
-        let got = poll_until(&mut rx, Duration::from_millis(2), None, &Arrivals::new()).await;
+        let got = poll_until(&mut rx, Duration::from_millis(2), None).await;
         assert_eq!(got, None);
         assert!(started.elapsed() >= Duration::from_millis(2));
     }

@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
-use crate::busy_poll::{poll_until, Arrivals, Gate};
+use crate::busy_poll::{poll_until, Gate};
 use crate::code::Code;
 use crate::error::Error;
 use crate::frame::{self, FrameReader, Inbound, MAX_MESSAGE_LEN};
@@ -82,8 +82,6 @@ struct Shared {
     outbox: Arc<Outbox<()>>,
     /// Whether the next call polls (see [`Client::with_busy_poll`]).
     gate: Gate,
-    /// Whether the reader was woken since a polling call last looked.
-    arrivals: Arrivals,
 }
 
 struct State {
@@ -191,7 +189,6 @@ impl Client {
             closed,
             outbox: Arc::new(Outbox::new(wr)),
             gate: Gate::new(),
-            arrivals: Arrivals::new(),
         });
         tokio::spawn(read_loop(shared.clone(), FrameReader::from_source(source)));
         tokio::spawn(write_loop(shared.clone()));
@@ -210,13 +207,12 @@ impl Client {
     /// waiting for it (the peer may have been woken on this CPU) and the
     /// calling task yields to the tokio runtime after each look at its
     /// response, so the runtime keeps checking its sockets without blocking
-    /// instead of putting the thread to sleep in the kernel. Once data for
-    /// the connection has come in, the thread keeps the CPU until the
-    /// response has passed through the runtime's tasks to the call. A
-    /// response that arrives within the window is taken without the thread
-    /// being woken, which on a machine with a core to spare saves the
-    /// wake-up's latency; the price is the CPU time of the polling, up to
-    /// `window` per call. Other tasks of the runtime run between the looks. The call's timeout still applies: polling stops at the
+    /// instead of putting the thread to sleep in the kernel. A response that
+    /// arrives within the window is taken without the thread being woken,
+    /// which on a machine with a core to spare saves the wake-up's latency;
+    /// the price is the CPU time of the polling,
+    /// up to `window` per call. Other tasks of the runtime run between the
+    /// looks. The call's timeout still applies: polling stops at the
     /// deadline. On a machine with one core the poller competes with the
     /// peer it waits for, so leave it off there.
     ///
@@ -379,7 +375,7 @@ impl Client {
         let window = self.busy_poll;
         let sent = (!window.is_zero()).then(std::time::Instant::now);
         let polled = match sent.is_some() && shared.gate.is_open() {
-            true => poll_until(&mut rx, window, deadline, &shared.arrivals).await,
+            true => poll_until(&mut rx, window, deadline).await,
             false => None,
         };
         let waited = match (polled, deadline) {
@@ -504,7 +500,7 @@ async fn read_loop(shared: Arc<Shared>, mut reader: FrameReader) {
         let inbound = tokio::select! {
             biased;
             _ = &mut close => break,
-            inbound = shared.arrivals.watch(reader.next()) => inbound,
+            inbound = reader.next() => inbound,
         };
         match inbound {
             Ok(Inbound::Eof) => {
