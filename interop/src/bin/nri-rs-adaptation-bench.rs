@@ -30,7 +30,11 @@
 //!   that decodes and merges the replies, so it carries the earlier
 //!   plugins' adjustments; replies read and not decoded), first
 //!   with blocking reads and writes, then with the same sockets on the event
-//!   loop; CPU time per call is read around each of the three.
+//!   loop; CPU time per call is read around each of the three. Before
+//!   those, our runtime makes `-n` calls more, in turns of 50 with a
+//!   scripted chain on fresh plugins that does the protocol's own work
+//!   (encoding, decoding, merging), so that the two are measured at the
+//!   same moments.
 //! * `lifecycle`: `-plugins` plugins subscribed to CreateContainer,
 //!   StartContainer, StopContainer and RemoveContainer; `-n` lifecycles
 //!   (create, start, stop, remove) one after the other.
@@ -191,6 +195,21 @@ struct Report {
     /// CPU time of the runtime process per measured call of that chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     encoding_runtime_cpu_us_per_call: Option<f64>,
+    /// Our runtime's CreateContainer once more, measured in turns with
+    /// the chain doing the protocol's own work ([`measure_in_turns`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turns_create: Option<Latency>,
+    /// That chain, on fresh plugins of the same binary, in the same turns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turns_encoding_chain: Option<Latency>,
+    /// CPU time of the runtime process per call in our runtime's turns
+    /// and in the chain's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turns_runtime_cpu_us_per_call: Option<(f64, f64)>,
+    /// CPU time of the plugin processes per call in our runtime's turns
+    /// (its plugins) and in the chain's (the chain's plugins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turns_plugins_cpu_us_per_call: Option<(f64, f64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     startup: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -890,9 +909,10 @@ const STREAM_ID_AT: usize = nri_mux::HEADER_LEN + 4;
 
 impl ScriptedChain {
     /// Starts `count` plugins as `bench` would (same binary, same
-    /// configurations) on a socket of their own and registers them.
-    async fn start(bench: &Bench, count: usize) -> Result<ScriptedChain, Failure> {
-        let socket = bench.dir.path().join("chain.sock");
+    /// configurations) on a socket of their own, `socket` in the bench's
+    /// directory, and registers them.
+    async fn start(bench: &Bench, count: usize, socket: &str) -> Result<ScriptedChain, Failure> {
+        let socket = bench.dir.path().join(socket);
         let listener = tokio::net::UnixListener::bind(&socket)
             .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
         let script = Script::new()?;
@@ -1357,6 +1377,95 @@ fn read_frame(
     }
 }
 
+/// One CreateContainer call `i` of our runtime, its merged adjustment
+/// checked (one annotation from each of `plugins` plugins): its latency.
+async fn timed_create(b: &Bench, i: usize, plugins: usize) -> Result<Duration, Failure> {
+    let req = create_request(i as i64);
+    let start = Instant::now();
+    let reply = b.nri.create_container(req).await;
+    let elapsed = start.elapsed();
+    let reply = reply.map_err(|e| format!("CreateContainer {i}: {e}"))?;
+    let got = reply.adjust.map_or(0, |a| a.annotations.len());
+    if got != plugins {
+        return Err(format!(
+            "CreateContainer {i}: {got} annotations, want {plugins}"
+        ));
+    }
+    Ok(elapsed)
+}
+
+/// Calls per turn of [`measure_in_turns`].
+const TURN: usize = 50;
+
+/// What [`measure_in_turns`] measured: latency, and CPU time per call of
+/// the runtime process and of the plugins (ours, the chain's).
+struct Turns {
+    ours: Latency,
+    chain: Latency,
+    runtime_cpu: (f64, f64),
+    plugins_cpu: (f64, f64),
+}
+
+/// Our runtime's CreateContainer through `plugins` and the scripted chain
+/// doing the protocol's own work ([`EventLoopChain::call_encoding`],
+/// polling as long as our runtime) through as many fresh plugins of the
+/// same binary, `args.n` calls each in alternating turns of [`TURN`]
+/// calls, each side's plugins idle during the other's turn: the two are
+/// measured at the same moments, which a machine whose speed moves from
+/// second to second does not give to measurements made one after the
+/// other. The chain's warm-up calls come first.
+async fn measure_in_turns(
+    b: &Bench,
+    plugins: &Plugins,
+    args: &Args,
+    window: Duration,
+) -> Result<Turns, Failure> {
+    let mut chain =
+        EventLoopChain::from_blocking(ScriptedChain::start(b, args.plugins, "turns.sock").await?)?;
+    for i in 0..args.warmup {
+        chain
+            .call_encoding(i, window)
+            .await
+            .map_err(|e| format!("chain in turns, call {i}: {e}"))?;
+    }
+    let pid = std::process::id();
+    let (mut ours, mut theirs) = (Vec::with_capacity(args.n), Vec::with_capacity(args.n));
+    // Ticks of (runtime, plugins) during our turns and during the chain's.
+    let (mut ours_ticks, mut chain_ticks) = ((0, 0), (0, 0));
+    let add = |sum: &mut (u64, u64), before: (u64, u64), after: (u64, u64)| {
+        sum.0 += after.0.saturating_sub(before.0);
+        sum.1 += after.1.saturating_sub(before.1);
+    };
+    let mut i = args.warmup;
+    while ours.len() < args.n {
+        let turn = TURN.min(args.n - ours.len());
+        let before = cpu_ticks(pid, &plugins.0)?;
+        for _ in 0..turn {
+            ours.push(timed_create(b, i, args.plugins).await?);
+            i += 1;
+        }
+        add(&mut ours_ticks, before, cpu_ticks(pid, &plugins.0)?);
+        let before = cpu_ticks(pid, &chain.plugins.0)?;
+        for _ in 0..turn {
+            let start = Instant::now();
+            chain
+                .call_encoding(i, window)
+                .await
+                .map_err(|e| format!("chain in turns, call {i}: {e}"))?;
+            theirs.push(start.elapsed());
+            i += 1;
+        }
+        add(&mut chain_ticks, before, cpu_ticks(pid, &chain.plugins.0)?);
+    }
+    let us = |ticks: u64| ticks as f64 * 1e6 / USER_HZ / args.n as f64;
+    Ok(Turns {
+        ours: summarize(ours)?,
+        chain: summarize(theirs)?,
+        runtime_cpu: (us(ours_ticks.0), us(chain_ticks.0)),
+        plugins_cpu: (us(ours_ticks.1), us(chain_ticks.1)),
+    })
+}
+
 async fn run_create(args: &Args) -> Result<Report, Failure> {
     let mut b = Bench::start(&args.plugin, args.busy_poll, Vec::new(), Vec::new()).await?;
     let registered = b.registrations(args.registrations).await?;
@@ -1381,18 +1490,7 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
         if i == args.warmup {
             cpu_before = Some(cpu_ticks(std::process::id(), &plugins.0)?);
         }
-        let req = create_request(i as i64);
-        let start = Instant::now();
-        let reply = b.nri.create_container(req).await;
-        let elapsed = start.elapsed();
-        let reply = reply.map_err(|e| format!("CreateContainer {i}: {e}"))?;
-        let got = reply.adjust.map_or(0, |a| a.annotations.len());
-        if got != args.plugins {
-            return Err(format!(
-                "CreateContainer {i}: {got} annotations, want {}",
-                args.plugins
-            ));
-        }
+        let elapsed = timed_create(&b, i, args.plugins).await?;
         if i >= args.warmup {
             samples.push(elapsed);
         }
@@ -1408,10 +1506,14 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     };
     let (runtime_cpu, plugins_cpu) = per_call(cpu_before, cpu_after);
     let runtime_after = vm_rss_kib(std::process::id())?;
+    let window = args
+        .busy_poll
+        .unwrap_or_else(nri_adaptation::default_plugin_busy_poll);
+    let turns = measure_in_turns(&b, &plugins, args, window).await?;
     drop(plugins);
 
     // The same plugins behind the smallest possible runtime.
-    let mut chain = ScriptedChain::start(&b, args.plugins).await?;
+    let mut chain = ScriptedChain::start(&b, args.plugins, "chain.sock").await?;
     let mut chained = Vec::with_capacity(args.n);
     let mut chain_cpu_before = None;
     for i in 0..args.warmup + args.n {
@@ -1431,9 +1533,6 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     // The same plugins and frames again, awaited on the event loop: first
     // waiting to be woken at once, then polling as our runtime does.
     let mut chain = EventLoopChain::from_blocking(chain)?;
-    let window = args
-        .busy_poll
-        .unwrap_or_else(nri_adaptation::default_plugin_busy_poll);
     let (looped, event_loop_runtime_cpu) = chain.measure(args, Duration::ZERO, &per_call).await?;
     let polling = match window.is_zero() {
         true => None,
@@ -1453,6 +1552,10 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
         encoding_chain: Some(encoding),
         encoding_chain_work: Some(summarize(encoding_work)?),
         encoding_runtime_cpu_us_per_call: encoding_cpu,
+        turns_create: Some(turns.ours),
+        turns_encoding_chain: Some(turns.chain),
+        turns_runtime_cpu_us_per_call: Some(turns.runtime_cpu),
+        turns_plugins_cpu_us_per_call: Some(turns.plugins_cpu),
         scripted_runtime_cpu_us_per_call: scripted_runtime_cpu,
         scripted_plugins_cpu_us_per_call: scripted_plugins_cpu,
         scripted_chain: Some(summarize(chained)?),
