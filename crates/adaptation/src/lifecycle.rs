@@ -17,7 +17,7 @@ use crate::adaptation::Adaptation;
 use crate::adaptation_error::{Error, PluginError};
 use crate::merge::{CreateResult, StopResult, UpdateResult};
 use crate::plugin::{Plugin, Rpc};
-use crate::trace::TraceContext;
+use crate::trace::RequestTrace;
 use tracing::Instrument;
 
 /// A failed plugin call: fatal errors drop the plugin and the call goes on
@@ -63,11 +63,12 @@ impl Adaptation {
     async fn dispatch<R, T, F, Fut>(&self, req: Box<R>, call: F) -> Result<T, Error>
     where
         R: Rpc,
-        F: FnOnce(Vec<Arc<Plugin>>, Box<R>, TraceContext) -> Fut,
+        F: FnOnce(Vec<Arc<Plugin>>, Box<R>, RequestTrace) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
         let (trace, parent) = crate::trace::request_context();
         let span = crate::trace::request_span(R::METHOD, &*req, &trace, parent.as_ref());
+        let trace = RequestTrace::new(trace, parent.as_ref(), &span);
         let recorder = span.clone();
         async move {
             let _lifecycle = self.inner.lifecycle.lock().await;

@@ -9,6 +9,13 @@
 //! client interceptor sends it. A plugin built on `nri-stub` reads it with
 //! `Context::trace_context`; a Go plugin with `otelttrpc`'s server
 //! interceptor continues the trace.
+//!
+//! The context is sent only while the trace is kept somewhere: when the
+//! runtime gave a parent, or when the runtime's spans are recorded (a
+//! subscriber enables them). Otherwise a plugin would receive the ids of a
+//! trace that exists nowhere, and pay for reading them. (The Go reference's
+//! adaptation sends a context only through an interceptor the runtime
+//! installs.)
 
 use std::future::Future;
 
@@ -20,8 +27,9 @@ use crate::adaptation_error::PluginError;
 tokio::task_local! {
     /// The parent the runtime gave for the requests of this task.
     static PARENT: TraceContext;
-    /// The context of the plugin call being made by this task.
-    static CALL: TraceContext;
+    /// The context of the plugin call being made by this task, if it is
+    /// sent.
+    static CALL: Option<TraceContext>;
 }
 
 /// Runs `fut`, typically a call of one of the [`Adaptation`](crate::Adaptation)'s
@@ -59,6 +67,28 @@ pub(crate) fn request_context() -> (TraceContext, Option<TraceContext>) {
     }
 }
 
+/// The trace context of one runtime request, and whether its plugin calls
+/// send theirs (see the module's documentation).
+#[derive(Debug, Clone)]
+pub(crate) struct RequestTrace {
+    context: TraceContext,
+    sent: bool,
+}
+
+impl RequestTrace {
+    /// The context of a request in the span `span`, continuing the
+    /// runtime's `parent` if it gave one: sent if there is a parent or
+    /// `span` is recorded.
+    pub(crate) fn new(
+        context: TraceContext,
+        parent: Option<&TraceContext>,
+        span: &tracing::Span,
+    ) -> RequestTrace {
+        let sent = parent.is_some() || !span.is_disabled();
+        RequestTrace { context, sent }
+    }
+}
+
 /// The span of one runtime request.
 pub(crate) fn request_span(
     event: &str,
@@ -91,22 +121,28 @@ pub(crate) fn request_span(
 /// request of its own: a child of the parent given with
 /// [`with_trace_parent`] if any, otherwise the root of a new trace (empty
 /// `parent_span_id`). Every span's parent is thus a span that is emitted
-/// too, or the runtime's own.
+/// too, or the runtime's own. The call's context is sent as the request's
+/// is ([`RequestTrace`]); for a call of its own, if it has a parent or its
+/// span is recorded.
 pub(crate) async fn plugin_call<T, F: Future<Output = T>>(
     plugin: &str,
     event: &str,
     subject: &(dyn Subject + Sync),
-    request: Option<&TraceContext>,
+    request: Option<&RequestTrace>,
     make: impl FnOnce() -> F,
     outcome: impl FnOnce(&T) -> &'static str,
 ) -> T {
     let own_parent;
-    let (call, parent) = match request {
-        Some(request) => (request.child(), Some(request)),
+    let (call, parent, sent) = match request {
+        Some(request) => (
+            request.context.child(),
+            Some(&request.context),
+            Some(request.sent),
+        ),
         None => {
             let (call, parent) = request_context();
             own_parent = parent;
-            (call, own_parent.as_ref())
+            (call, own_parent.as_ref(), None)
         }
     };
     // The ids are formatted only when the span is enabled: the macro
@@ -122,14 +158,20 @@ pub(crate) async fn plugin_call<T, F: Future<Output = T>>(
         parent_span_id = %parent.map(TraceContext::span_id_hex).unwrap_or_default(),
         outcome = tracing::field::Empty,
     );
+    let sent = sent.unwrap_or_else(|| parent.is_some() || !span.is_disabled());
+    let call = sent.then_some(call);
     let result = tracing::Instrument::instrument(CALL.scope(call, make()), span.clone()).await;
     span.record("outcome", outcome(&result));
     result
 }
 
-/// The metadata a remote call sends: the current plugin call's context.
+/// The metadata a remote call sends: the current plugin call's context,
+/// if it is sent.
 pub(crate) fn call_metadata() -> Vec<(String, String)> {
-    CALL.try_with(TraceContext::to_metadata).unwrap_or_default()
+    CALL.try_with(|call| call.as_ref().map(TraceContext::to_metadata))
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// The `outcome` of a failed plugin call.

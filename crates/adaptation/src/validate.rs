@@ -7,7 +7,7 @@ use nri_api::ValidateContainerAdjustmentRequest;
 
 use crate::adaptation_error::{Error, PluginError};
 use crate::plugin::Plugin;
-use crate::trace::TraceContext;
+use crate::trace::RequestTrace;
 
 /// Runs all `validators` (in plugin order) on `req` at once and waits for
 /// all. Fatal call errors close the validator, and a failed call fails the
@@ -17,7 +17,7 @@ use crate::trace::TraceContext;
 pub(crate) async fn validate(
     validators: Vec<Arc<Plugin>>,
     req: Arc<ValidateContainerAdjustmentRequest>,
-    trace: &TraceContext,
+    trace: &RequestTrace,
 ) -> Result<(), Error> {
     // Each validator runs as a task of its own, so that in-process
     // (WebAssembly) validators can use other worker threads. Spawning also

@@ -1,7 +1,8 @@
 //! Trace context from the adaptation to plugins: each runtime request is one trace
 //! (the runtime's, given with `with_trace_parent`, or a new one), and every plugin
 //! call sends its own child context as `traceparent` metadata, which an nri-stub
-//! plugin reads from its `Context`.
+//! plugin reads from its `Context`; unless the trace is kept nowhere (no parent,
+//! the runtime's spans not recorded).
 
 mod support;
 
@@ -82,6 +83,19 @@ fn create() -> CreateContainerRequest {
 
 #[tokio::test]
 async fn plugin_calls_continue_the_runtime_trace() {
+    // One test, so that no other test's subscriber (or lack of one) runs
+    // at the same time: first a runtime whose spans nothing records.
+    {
+        let env = Env::new();
+        let nri = env.start().await;
+        let plugin = Traced::default();
+        let _stub = run_stub(plugin.clone(), "traced", "10", &env.socket());
+        wait_plugins(&nri, &["10-traced"]).await;
+        unrecorded_runtime_sends_only_a_given_trace(&nri, &plugin).await;
+        nri.stop().await;
+    }
+
+    // Then one whose spans are recorded.
     let lines = Lines::default();
     let writer = lines.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -234,5 +248,36 @@ async fn plugin_calls_continue_the_runtime_trace() {
             parent.is_empty() || requests.contains(&parent),
             "parent of {line} never emitted"
         );
+    }
+}
+
+/// With nothing recording the runtime's spans: a request without a parent
+/// is a trace kept nowhere, and its plugin calls send no context; one with
+/// a parent continues it, its validation too.
+async fn unrecorded_runtime_sends_only_a_given_trace(
+    nri: &nri_adaptation::Adaptation,
+    plugin: &Traced,
+) {
+    // Without a parent, a trace kept nowhere: the plugin receives no context.
+    bounded(nri.create_container(create())).await.unwrap();
+    let seen = plugin.take();
+    let events: Vec<&str> = seen.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(events, ["CreateContainer", "ValidateContainerAdjustment"]);
+    for (event, tc) in &seen {
+        assert!(tc.is_none(), "{event}: {tc:?}");
+    }
+    // With one, the calls continue the runtime's trace, the validation too.
+    let runtime_trace = TraceContext::generate();
+    bounded(with_trace_parent(
+        runtime_trace.clone(),
+        nri.create_container(create()),
+    ))
+    .await
+    .unwrap();
+    let seen = plugin.take();
+    assert_eq!(seen.len(), 2);
+    for (event, tc) in &seen {
+        let tc = tc.as_ref().unwrap_or_else(|| panic!("{event}: no context"));
+        assert_eq!(tc.trace_id(), runtime_trace.trace_id(), "{event}");
     }
 }

@@ -105,7 +105,8 @@ async fn lifecycle_calls_continue_the_runtime_trace() {
     }
     assert_ne!(tc[1].span_id(), tc[2].span_id());
 
-    // No (or an invalid) parent: a new trace per request.
+    // No (or an invalid) parent, and nothing records the runtime's spans:
+    // no trace is kept, so none is sent.
     let c2 = container("ctr2", "pod0");
     bounded(with_trace_parent(
         TraceContext::parse("not a traceparent", None),
@@ -113,6 +114,24 @@ async fn lifecycle_calls_continue_the_runtime_trace() {
     ))
     .await
     .unwrap();
+    let seen = plugin.take();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].1.is_none(), "a trace kept nowhere: {:?}", seen[0].1);
+
+    // The same with the runtime's spans recorded: a new trace per request.
+    let recorded = tracing_subscriber::fmt()
+        .with_writer(std::io::sink)
+        .finish();
+    let c3 = container("ctr3", "pod0");
+    {
+        let _guard = tracing::subscriber::set_default(recorded);
+        bounded(with_trace_parent(
+            TraceContext::parse("not a traceparent", None),
+            nri.create_container(&p0, &c3),
+        ))
+        .await
+        .unwrap();
+    }
     let seen = plugin.take();
     let tc = seen[0].1.as_ref().expect("a trace of its own");
     assert_ne!(tc.trace_id(), parent.trace_id());

@@ -19,7 +19,7 @@ use crate::adaptation_error::{Error, PluginError};
 use crate::builtin::BuiltinPlugin;
 use crate::metrics::Metrics;
 use crate::runtime::RuntimeHooks;
-use crate::trace::TraceContext;
+use crate::trace::RequestTrace;
 
 pub(crate) use rpc::Rpc;
 
@@ -389,7 +389,7 @@ impl Plugin {
     pub(crate) async fn call_event<R: Rpc>(
         &self,
         req: &R,
-        trace: Option<&TraceContext>,
+        trace: Option<&RequestTrace>,
     ) -> Result<Option<Box<R::Response>>, PluginError> {
         if !self.subscribed(R::EVENT) {
             return Ok(None);
