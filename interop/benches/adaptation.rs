@@ -1805,7 +1805,7 @@ fn render_turns(d: &mut String, res: &Results) {
     );
     let _ = writeln!(
         d,
-        "| plugins | plugin side | our runtime, in turns: median | p99 | the protocol's work alone, in turns: median | p99 | its share | over ours, per plugin | runtime CPU per call, ours / its | plugins CPU per call, under ours / under it | its R/G |"
+        "| plugins | plugin side | our runtime, in turns: median | p99 | the protocol's work alone, in turns: median | p99 | its share | ours above it, per plugin | runtime CPU per call, ours / its | plugins CPU per call, under ours / under it | its R/G |"
     );
     let _ = writeln!(d, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let pair =
