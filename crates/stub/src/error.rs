@@ -262,7 +262,7 @@ fn connect_hint(err: &std::io::Error) -> &'static str {
         ErrorKind::NotFound => {
             "; is the runtime running, with NRI enabled (containerd: \
              [plugins.\"io.containerd.nri.v1.nri\"] disable = false), and is this the socket \
-             it listens on (-socket-path)?"
+             it listens on?"
         }
         ErrorKind::ConnectionRefused => {
             "; nothing listens on it: is the runtime running, with NRI enabled?"
@@ -282,8 +282,27 @@ fn hex(events: EventMask) -> String {
     crate::events::hex(events)
 }
 
-/// Turns a handler error into the status the runtime receives: code `Unknown` and the
+/// Turns a handler error into the status the runtime receives. A handler that fails with
+/// a [`Status`](nri_ttrpc::Status) answers with that status, its code kept, as Go's ttRPC
+/// answers with a status error's own code; any other error becomes code `Unknown` and the
 /// error's text, as Go's ttRPC does for plain errors.
 pub(crate) fn handler_status(err: BoxError) -> nri_ttrpc::Status {
-    nri_ttrpc::Status::unknown(err.to_string())
+    match err.downcast::<nri_ttrpc::Status>() {
+        Ok(status) => *status,
+        Err(err) => nri_ttrpc::Status::unknown(err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod handler_status_tests {
+    use super::handler_status;
+    use nri_ttrpc::{Code, Status};
+
+    #[test]
+    fn a_status_keeps_its_code_and_other_errors_are_unknown() {
+        let st = handler_status(Box::new(Status::new(Code::DeadlineExceeded, "too slow")));
+        assert_eq!(st, Status::new(Code::DeadlineExceeded, "too slow"));
+        let st = handler_status("plain".into());
+        assert_eq!(st, Status::unknown("plain"));
+    }
 }

@@ -86,6 +86,16 @@ pub use version::PLUGIN_NRI_VERSION;
 /// The NRI protocol types (`nri-api`), e.g. [`api::Container`], [`api::ContainerAdjustment`].
 pub use nri_api as api;
 pub use nri_api::EventMask;
+/// A ttRPC status and its code: a handler that fails with a boxed [`Status`] answers the
+/// runtime with that code instead of `Unknown`.
+///
+/// ```
+/// use nri_stub::{BoxError, Code, Status};
+///
+/// let err: BoxError = Box::new(Status::new(Code::Unavailable, "device busy"));
+/// assert_eq!(err.to_string(), "rpc error: code = Unavailable desc = device busy");
+/// ```
+pub use nri_ttrpc::{Code, Status};
 
 // The async stub.
 with_async! {

@@ -29,6 +29,9 @@ type Config struct {
 	Evict map[string][]*api.ContainerEviction `json:"evict,omitempty"`
 	// Error makes the handler of an event fail with the given message.
 	Error map[string]string `json:"error,omitempty"`
+	// ErrorCode is the status code (its Go name, e.g. "DeadlineExceeded")
+	// of an event's Error; without one the stub answers Unknown.
+	ErrorCode map[string]string `json:"error_code,omitempty"`
 	// DelayMs delays the handler of an event before it answers.
 	DelayMs map[string]int64 `json:"delay_ms,omitempty"`
 	// Exit makes the process exit with the given code on receiving an event

@@ -21,6 +21,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 type plugin struct {
@@ -148,9 +150,22 @@ func (p *plugin) enter(ctx context.Context, e *Entry) error {
 		ctr = e.Validate.Container
 	}
 	if msg, ok := p.cfg.errorFor(e.Event, ctr); ok {
+		if name, ok := p.cfg.ErrorCode[e.Event]; ok {
+			return status.Error(codeNamed(name), msg)
+		}
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// codeNamed is the status code whose Go name is name (Unknown if none).
+func codeNamed(name string) codes.Code {
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if c.String() == name {
+			return c
+		}
+	}
+	return codes.Unknown
 }
 
 // trigger starts the unsolicited update requests bound to an event.

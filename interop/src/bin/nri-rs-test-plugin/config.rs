@@ -25,6 +25,9 @@ pub struct Config {
     pub evict: HashMap<String, Vec<ContainerEviction>>,
     /// The handler of the event fails with this message.
     pub error: HashMap<String, String>,
+    /// The status code (its name, e.g. `DeadlineExceeded`) of the event's
+    /// `error`; without one the stub answers `Unknown`.
+    pub error_code: HashMap<String, String>,
     /// The handler of the event panics with this message (nri-rs only: a Go
     /// plugin that panics dies).
     pub panic: HashMap<String, String>,

@@ -79,9 +79,13 @@ impl TestPlugin {
         if let Some(message) = config.panic.get(&event) {
             panic!("{message}");
         }
-        match config.error.get(&event) {
-            Some(message) => Err(message.clone().into()),
-            None => Ok(()),
+        match (config.error.get(&event), config.error_code.get(&event)) {
+            (Some(message), Some(code)) => Err(Box::new(nri_stub::Status::new(
+                code_named(code),
+                message.clone(),
+            ))),
+            (Some(message), None) => Err(message.clone().into()),
+            (None, _) => Ok(()),
         }
     }
 
@@ -383,4 +387,12 @@ impl Plugin for TestPlugin {
         }
         Ok(())
     }
+}
+
+/// The status code named `name` (`Unknown` if there is none of that name).
+fn code_named(name: &str) -> nri_stub::Code {
+    (0..=16)
+        .map(nri_stub::Code::from)
+        .find(|c| c.to_string() == name)
+        .unwrap_or(nri_stub::Code::Unknown)
 }
