@@ -277,6 +277,37 @@ impl AdaptationBuilder {
         self
     }
 
+    /// Stops delivering a teardown event (StopContainer, RemoveContainer,
+    /// StopPodSandbox, RemovePodSandbox) at the first plugin that fails it,
+    /// as the reference does. Default off: every subscribed plugin gets the
+    /// event even when one before it failed, and the first failure is
+    /// returned after all were called (the NRI pod lifecycle contract), so
+    /// that a resource manager after a failing plugin still releases what
+    /// the container held.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// # use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
+    /// # use nri_api::{ContainerEviction, ContainerUpdate};
+    /// # struct Runtime;
+    /// # #[nri_adaptation::async_trait]
+    /// # impl RuntimeHooks for Runtime {
+    /// #     async fn synchronize(&self, s: &mut dyn Synchronizer) -> Result<(), BoxError> {
+    /// #         s.synchronize(&[], &[]).await?; Ok(())
+    /// #     }
+    /// #     async fn update_containers(&self, _: &str, u: Vec<ContainerUpdate>,
+    /// #         _: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> { Ok(u) }
+    /// # }
+    /// let nri = Adaptation::builder("demo-runtime", "1.0", Arc::new(Runtime))
+    ///     .teardown_stops_at_first_error(true)
+    ///     .build();
+    /// # drop(nri);
+    /// ```
+    pub fn teardown_stops_at_first_error(mut self, stop: bool) -> Self {
+        self.policies.teardown_stops_at_first_error = stop;
+        self
+    }
+
     /// Lets plugins ask for their own request timeout in their Configure
     /// reply (the nri-rs extension field `requested_timeout_ms`), up to
     /// `max`: a plugin's request, clamped to `max`, replaces the timeout it

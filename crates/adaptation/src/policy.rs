@@ -81,6 +81,9 @@ pub(crate) struct Policies {
     /// Events of plugins that are synchronizing are queued and delivered
     /// afterwards.
     pub deliver_events_during_sync: bool,
+    /// A teardown event stops at the first plugin that fails it (the
+    /// reference's behaviour); otherwise every plugin gets it.
+    pub teardown_stops_at_first_error: bool,
 }
 
 /// What to do after a failed call to one plugin.

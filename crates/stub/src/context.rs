@@ -12,6 +12,7 @@ use nri_api::{ContainerEviction, ContainerUpdate};
 use nri_ttrpc::TraceContext;
 
 use crate::version::runtime_nri_version;
+use crate::RuntimeCapabilities;
 #[cfg(feature = "async")]
 use crate::{Error, RuntimeHandle};
 
@@ -40,6 +41,24 @@ pub struct RuntimeInfo {
     /// The runtime's timeout for each request to the plugin; default
     /// [`DEFAULT_REQUEST_TIMEOUT`] as above.
     pub request_timeout: Duration,
+}
+
+impl RuntimeInfo {
+    /// What this runtime is known to apply, from its name and version (see
+    /// [`RuntimeCapabilities`]): test it at Configure before adjusting.
+    ///
+    /// ```
+    /// # let mut runtime = nri_stub::RuntimeInfo::default();
+    /// # runtime.name = "docker".into();
+    /// use nri_stub::Adjustment;
+    ///
+    /// if !runtime.capabilities().applies(Adjustment::Annotations) {
+    ///     tracing::warn!("{} does not apply annotations: adding none", runtime.name);
+    /// }
+    /// ```
+    pub fn capabilities(&self) -> RuntimeCapabilities {
+        RuntimeCapabilities::for_runtime(&self.name, &self.version)
+    }
 }
 
 impl Default for RuntimeInfo {

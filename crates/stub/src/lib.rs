@@ -66,6 +66,7 @@ macro_rules! with_async {
 }
 
 pub mod blocking;
+mod capabilities;
 mod connect;
 mod context;
 mod error;
@@ -75,6 +76,7 @@ mod panic;
 mod plugin;
 mod version;
 
+pub use capabilities::{Adjustment, RuntimeCapabilities};
 pub use context::{
     ConfigureInfo, RuntimeInfo, DEFAULT_REGISTRATION_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
 };
