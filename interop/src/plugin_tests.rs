@@ -253,7 +253,22 @@ pub async fn start_adaptation(dir: &Path) -> Adaptation {
 }
 
 async fn start_adaptation_with(dir: &Path, request_timeout: Option<Duration>) -> Adaptation {
-    let mut builder = Adaptation::builder("nri-rs-test", "v0.1.0", Arc::new(NoState))
+    start_adaptation_as(dir, "nri-rs-test", "v0.1.0", request_timeout).await
+}
+
+/// [`start_adaptation`] with the runtime name and version it sends plugins at
+/// Configure (e.g. `docker`, to see how a plugin adapts to what Docker applies).
+pub async fn start_adaptation_named(dir: &Path, name: &str, version: &str) -> Adaptation {
+    start_adaptation_as(dir, name, version, None).await
+}
+
+async fn start_adaptation_as(
+    dir: &Path,
+    name: &str,
+    version: &str,
+    request_timeout: Option<Duration>,
+) -> Adaptation {
+    let mut builder = Adaptation::builder(name, version, Arc::new(NoState))
         .plugin_path(dir.join("plugins"))
         .plugin_config_path(dir.join("conf.d"))
         .socket_path(dir.join(SOCKET_NAME));
@@ -312,7 +327,24 @@ pub async fn run_with_our_runtime(
     args: &[&str],
     full_name: &str,
 ) -> (Adaptation, PluginProcess) {
-    let nri = start_adaptation(dir).await;
+    run_with_runtime_named(dir, "nri-rs-test", bin, args, full_name).await
+}
+
+/// [`run_with_our_runtime`], our runtime calling itself `runtime_name` (version
+/// `29.2.0`) at Configure.
+pub async fn run_with_runtime_named(
+    dir: &Path,
+    runtime_name: &str,
+    bin: &str,
+    args: &[&str],
+    full_name: &str,
+) -> (Adaptation, PluginProcess) {
+    let version = if runtime_name == "nri-rs-test" {
+        "v0.1.0"
+    } else {
+        "29.2.0"
+    };
+    let nri = start_adaptation_named(dir, runtime_name, version).await;
     let socket = dir.join(SOCKET_NAME);
     let plugin = PluginProcess::spawn_env(
         Path::new(bin),

@@ -24,6 +24,9 @@
 //! * [`init_logging`], [`log_filter`] and [`use_colour`]: `tracing` to standard
 //!   error, `info` or (with `-verbose`) `debug`, `RUST_LOG` overriding both;
 //!   colours only on a terminal and without `NO_COLOR`;
+//! * [`deliverable`] and [`report_unapplied`]: at Configure, the events the
+//!   runtime's NRI version delivers, and the adjustments the runtime does not
+//!   apply (Docker's own NRI: only env and `ro` mounts), said once;
 //! * [`init_tracing`]: the same from the common flags, and with the `otel`
 //!   feature, `-otlp-endpoint URL` exports the plugin's trace spans to an
 //!   OpenTelemetry collector (OTLP/HTTP) in the runtime's trace.
@@ -52,6 +55,7 @@ mod common;
 mod go_yaml;
 mod identity;
 mod logging;
+mod runtime;
 
 pub use args::{go_args, ShortFlags};
 pub use common::{
@@ -60,6 +64,7 @@ pub use common::{
 pub use go_yaml::{go_integral, load as go_yaml_load, resolve_plain, GoYamlError};
 pub use identity::{is_indexed_program, plugin_index, plugin_name};
 pub use logging::{init_logging, init_tracing, log_filter, use_colour, Tracing};
+pub use runtime::{deliverable, report_unapplied};
 /// Go's `strconv.ParseBool`, as a clap value parser: the workspace's one
 /// boolean parser, [`nri_api::goparse::parse_bool`].
 pub use nri_api::goparse::parse_bool as parse_go_bool;

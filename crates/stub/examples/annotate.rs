@@ -1,6 +1,7 @@
-//! NRI plugin: adds an annotation and an environment variable to every new container.
+//! NRI plugin: adds an annotation and an environment variable to every new container
+//! (only the variable where the runtime applies no annotations, as Docker's own NRI).
 use nri_stub::api::{Container, ContainerAdjustment, PodSandbox};
-use nri_stub::{Context, CreateContainerResult, Plugin, Stub};
+use nri_stub::{Adjustment, Context, CreateContainerResult, Plugin, Stub};
 
 struct Annotate;
 
@@ -13,7 +14,13 @@ impl Plugin for Annotate {
         ctr: &Container,
     ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
-        adjust.add_annotation("annotate.example.com/by", ctx.name());
+        if ctx
+            .runtime()
+            .capabilities()
+            .applies(Adjustment::Annotations)
+        {
+            adjust.add_annotation("annotate.example.com/by", ctx.name());
+        }
         adjust.add_env("ANNOTATED_CONTAINER", ctr.name.clone());
         Ok(adjust.into())
     }

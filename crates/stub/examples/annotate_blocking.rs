@@ -5,15 +5,22 @@ use nri_stub::api::{
     Container, ContainerAdjustment, ContainerUpdate, Event, EventMask, PodSandbox,
 };
 use nri_stub::blocking::{Plugin, Stub};
-use nri_stub::{CreateContainerResult, HandlerResult};
+use nri_stub::{Adjustment, ConfigureInfo, CreateContainerResult, HandlerResult};
 
 #[derive(Default)]
 struct Annotate {
     synchronized: usize,
+    /// The runtime applies annotations (Docker's own NRI does not).
+    annotations: bool,
 }
 
 impl Plugin for Annotate {
     const EVENTS: EventMask = EventMask::from_events(&[Event::CreateContainer]);
+
+    fn configure(&mut self, info: &ConfigureInfo) -> HandlerResult<EventMask> {
+        self.annotations = info.runtime.capabilities().applies(Adjustment::Annotations);
+        Ok(EventMask::default())
+    }
 
     fn synchronize(
         &mut self,
@@ -30,11 +37,13 @@ impl Plugin for Annotate {
         ctr: &Container,
     ) -> HandlerResult<CreateContainerResult> {
         let mut adjust = ContainerAdjustment::default();
-        adjust.add_annotation("annotate.example.com/blocking", "yes");
-        adjust.add_annotation(
-            "annotate.example.com/synchronized",
-            self.synchronized.to_string(),
-        );
+        if self.annotations {
+            adjust.add_annotation("annotate.example.com/blocking", "yes");
+            adjust.add_annotation(
+                "annotate.example.com/synchronized",
+                self.synchronized.to_string(),
+            );
+        }
         adjust.add_env("ANNOTATED_CONTAINER", ctr.name.clone());
         Ok(adjust.into())
     }

@@ -116,10 +116,7 @@ fn parts_of(adjust: &ContainerAdjustment) -> Vec<Adjustment> {
             .any(|m| !removed(&m.destination) && !ro_only(&m.options)),
         Adjustment::MountOptions,
     );
-    add(
-        adjust.env.iter().any(|e| !removed(&e.key)),
-        Adjustment::Env,
-    );
+    add(adjust.env.iter().any(|e| !removed(&e.key)), Adjustment::Env);
     add(
         adjust.annotations.keys().any(|k| removed(k))
             || adjust.mounts.iter().any(|m| removed(&m.destination))
@@ -271,7 +268,11 @@ impl RuntimeCapabilities {
 
     /// The parts of `needed` the runtime does not apply, in order.
     pub fn unapplied(&self, needed: &[Adjustment]) -> Vec<Adjustment> {
-        needed.iter().copied().filter(|p| !self.applies(*p)).collect()
+        needed
+            .iter()
+            .copied()
+            .filter(|p| !self.applies(*p))
+            .collect()
     }
 
     /// The parts set in `adjust` that the runtime does not apply (a runtime like Docker
@@ -490,7 +491,9 @@ mod tests {
     #[test]
     fn retain_leaves_a_full_runtime_s_adjustment_alone() {
         let mut adjust = ContainerAdjustment::default();
-        adjust.add_annotation("a", "1").add_rlimit("RLIMIT_CORE", 1, 1);
+        adjust
+            .add_annotation("a", "1")
+            .add_rlimit("RLIMIT_CORE", 1, 1);
         let before = adjust.clone();
         assert!(RuntimeCapabilities::for_runtime("containerd", "v2.0.0")
             .retain(&mut adjust)

@@ -8,7 +8,7 @@
 //!
 //! ```no_run
 //! use nri_stub::api::{Container, ContainerAdjustment, PodSandbox};
-//! use nri_stub::{Context, CreateContainerResult, Plugin, Stub};
+//! use nri_stub::{Adjustment, Context, CreateContainerResult, Plugin, Stub};
 //!
 //! #[derive(Default)]
 //! struct Annotator;
@@ -18,7 +18,10 @@
 //!     async fn create_container(&self, ctx: &Context, pod: &PodSandbox, ctr: &Container)
 //!         -> nri_stub::HandlerResult<CreateContainerResult> {
 //!         let mut adjust = ContainerAdjustment::default();
-//!         adjust.annotations.insert("example.com/plugin".into(), ctx.name().into());
+//!         // What the runtime applies (Docker's own NRI: no annotations).
+//!         if ctx.runtime().capabilities().applies(Adjustment::Annotations) {
+//!             adjust.annotations.insert("example.com/plugin".into(), ctx.name().into());
+//!         }
 //!         Ok(adjust.into())
 //!     }
 //! }

@@ -1,7 +1,8 @@
 //! The NRI plugin: one CreateContainer handler.
 
+use nri_plugin_util::report_unapplied;
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{Context, CreateContainerResult, Plugin};
+use nri_stub::{Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
 
 /// The device-injector plugin.
 ///
@@ -19,19 +20,39 @@ pub(crate) fn container_name(pod: &PodSandbox, ctr: &Container) -> String {
     format!("{}/{}", pod.name, ctr.name)
 }
 
+/// What the plugin adjusts; what a runtime does not apply of it is left out.
+const NEEDS: [Adjustment; 4] = [
+    Adjustment::Devices,
+    Adjustment::CdiDevices,
+    Adjustment::Mounts,
+    Adjustment::MountOptions,
+];
+
 #[nri_stub::plugin]
 impl Plugin for DeviceInjector {
-    async fn create_container(
+    async fn configure(
         &self,
         _ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
+        report_unapplied("device-injector", &info.runtime, &NEEDS);
+        Ok(EventMask::default())
+    }
+
+    async fn create_container(
+        &self,
+        ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<CreateContainerResult> {
         let name = container_name(pod, ctr);
         tracing::debug!("{name}: CreateContainer");
-        let adjust = crate::adjust_for(&pod.annotations, &ctr.name, &name).inspect_err(|e| {
-            tracing::error!("{name}: {e}");
-        })?;
+        let mut adjust =
+            crate::adjust_for(&pod.annotations, &ctr.name, &name).inspect_err(|e| {
+                tracing::error!("{name}: {e}");
+            })?;
+        // What the runtime does not apply (said at Configure) is left out.
+        ctx.runtime().capabilities().retain(&mut adjust);
         Ok(adjust.into())
     }
 }

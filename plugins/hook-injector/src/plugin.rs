@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use nri_plugin_util::report_unapplied;
 use nri_stub::api::{Container, ContainerAdjustment, PodSandbox};
-use nri_stub::{Context, CreateContainerResult, Plugin};
+use nri_stub::{Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
 
 use crate::manager::HookManager;
 use crate::when::Target;
@@ -37,14 +38,29 @@ impl HookInjector {
 #[error("hook generation failed: {0}")]
 pub struct GenerationError(#[from] crate::manager::HookMatchError);
 
+/// What the plugin adjusts; a runtime that applies none of it gets no adjustment.
+const NEEDS: [Adjustment; 1] = [Adjustment::Hooks];
+
 #[nri_stub::plugin]
 impl Plugin for HookInjector {
-    async fn create_container(
+    async fn configure(
         &self,
         _ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
+        report_unapplied("hook-injector", &info.runtime, &NEEDS);
+        Ok(EventMask::default())
+    }
+
+    async fn create_container(
+        &self,
+        ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<CreateContainerResult> {
+        if !ctx.runtime().capabilities().applies(Adjustment::Hooks) {
+            return Ok(CreateContainerResult::default());
+        }
         let name = format!("{}/{}", pod.name, ctr.name);
         let mut annotations: BTreeMap<String, String> = ctr.annotations.clone();
         annotations.extend(pod.annotations.iter().map(|(k, v)| (k.clone(), v.clone())));

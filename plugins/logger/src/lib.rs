@@ -2,6 +2,5 @@
 
 pub mod cli;
 pub mod config;
-pub mod events;
 pub mod log_sink;
 pub mod plugin;

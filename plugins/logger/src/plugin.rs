@@ -6,12 +6,15 @@ use nri_stub::api::{
     Container, ContainerAdjustment, ContainerUpdate, LinuxResources, PodSandbox,
     ValidateContainerAdjustmentRequest,
 };
-use nri_stub::{ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
+use nri_stub::{
+    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin,
+    RuntimeCapabilities,
+};
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::events::deliverable;
 use crate::log_sink::LogSink;
+use nri_plugin_util::{deliverable, report_unapplied};
 
 /// Logs the requests and events it is subscribed to.
 pub struct Logger {
@@ -75,6 +78,26 @@ impl Logger {
         }
         adjust
     }
+
+    /// [`Logger::adjustment`] without what the runtime does not apply: under Docker's
+    /// own NRI no annotation (an environment variable set replaces the old value).
+    pub fn adjustment_for(&self, runtime: &RuntimeCapabilities) -> ContainerAdjustment {
+        let mut adjust = self.adjustment();
+        runtime.retain(&mut adjust);
+        adjust
+    }
+
+    /// The parts of an adjustment the configuration asks for.
+    fn adjusts(cfg: &Config) -> Vec<Adjustment> {
+        let mut parts = Vec::new();
+        if !cfg.add_annotation.is_empty() || !cfg.set_annotation.is_empty() {
+            parts.push(Adjustment::Annotations);
+        }
+        if !cfg.add_env.is_empty() || !cfg.set_env.is_empty() {
+            parts.push(Adjustment::Env);
+        }
+        parts
+    }
 }
 
 /// One object to dump, serialized to YAML.
@@ -123,6 +146,7 @@ impl Plugin for Logger {
                 return Err(err.into());
             }
         }
+        report_unapplied("logger", &info.runtime, &Self::adjusts(&new));
         *self.cfg() = new;
         if requested.is_empty() {
             Ok(deliverable(self.implemented_events(), &info.runtime))
@@ -204,7 +228,7 @@ impl Plugin for Logger {
 
     async fn create_container(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
     ) -> nri_stub::HandlerResult<CreateContainerResult> {
@@ -212,7 +236,7 @@ impl Plugin for Logger {
             "CreateContainer",
             &[("pod", yaml(pod)), ("container", yaml(ctr))],
         );
-        Ok(self.adjustment().into())
+        Ok(self.adjustment_for(&ctx.runtime().capabilities()).into())
     }
 
     async fn post_create_container(
@@ -361,6 +385,35 @@ mod tests {
                 ("SET", value.as_str())
             ]
         );
+    }
+
+    #[test]
+    fn under_docker_the_annotations_are_left_out() {
+        let cfg = Config {
+            add_annotation: "a.example.com/add".into(),
+            set_annotation: "a.example.com/set".into(),
+            add_env: "ADD".into(),
+            set_env: "SET".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            Logger::adjusts(&cfg),
+            [Adjustment::Annotations, Adjustment::Env]
+        );
+        let logger = Logger::new(cfg, LogSink::default());
+        let docker = RuntimeCapabilities::for_runtime("docker", "29.2.0");
+        let adjust = logger.adjustment_for(&docker);
+        let value = format!("logger-pid-{}", std::process::id());
+        assert!(adjust.annotations.is_empty(), "{adjust:?}");
+        let env: Vec<_> = adjust
+            .env
+            .iter()
+            .map(|kv| (kv.key.as_str(), kv.value.as_str()))
+            .collect();
+        assert_eq!(env, [("ADD", value.as_str()), ("SET", value.as_str())]);
+        assert!(docker.refused(&adjust).is_empty());
+        let containerd = RuntimeCapabilities::for_runtime("containerd", "v2.1.0");
+        assert_eq!(logger.adjustment_for(&containerd), logger.adjustment());
     }
 
     #[test]

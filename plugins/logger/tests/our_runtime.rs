@@ -63,3 +63,50 @@ async fn injects_and_logs_with_our_runtime() {
         "not subscribed:\n{log}"
     );
 }
+
+/// Under Docker's own NRI (runtime name `docker`), which applies environment variables
+/// but fails a container on an annotation, the logger says once at Configure that it
+/// leaves its annotation out, and still sets its variable.
+#[tokio::test]
+async fn under_docker_sets_the_env_and_leaves_the_annotation_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (nri, plugin) = nri_interop::plugin_tests::run_with_runtime_named(
+        dir.path(),
+        "docker",
+        BIN,
+        &[
+            "-name",
+            "logger",
+            "-idx",
+            "10",
+            "-events",
+            "CreateContainer",
+            "-add-annotation",
+            "logger.example.com/pid",
+            "-add-env",
+            "LOGGER",
+        ],
+        "10-logger",
+    )
+    .await;
+    let pod = pod("pod0", "web", &[]);
+    for name in ["a", "b"] {
+        let reply = nri
+            .create_container(CreateContainerRequest {
+                container: Some(container(name, &pod)),
+                pod: Some(pod.clone()),
+            })
+            .await
+            .unwrap();
+        let adjust = reply.adjust.unwrap();
+        assert!(adjust.annotations.is_empty(), "{adjust:?}");
+        let env: Vec<_> = adjust.env.iter().map(|kv| kv.key.as_str()).collect();
+        assert_eq!(env, ["LOGGER"]);
+        assert!(adjust.env[0].value.starts_with("logger-pid-"), "{adjust:?}");
+    }
+    nri.stop().await;
+    let log = plugin.log();
+    let warning =
+        "logger: runtime docker 29.2.0 does not apply annotations: this plugin leaves them out";
+    assert_eq!(log.matches(warning).count(), 1, "{log}");
+}

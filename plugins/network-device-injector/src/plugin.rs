@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use nri_stub::api::PodSandbox;
-use nri_stub::{Context, Plugin};
+use nri_stub::api::{Event, PodSandbox};
+use nri_stub::{ConfigureInfo, Context, EventMask, Plugin};
 
 use crate::netdevice::{parse_netdevices, NetDevice};
 use crate::netlink::{self, NetlinkError};
@@ -51,6 +51,21 @@ async fn for_each_device(
 
 #[nri_stub::plugin]
 impl Plugin for NetDeviceInjector {
+    async fn configure(
+        &self,
+        _ctx: &Context,
+        info: &ConfigureInfo,
+    ) -> nri_stub::HandlerResult<EventMask> {
+        if !info.runtime.capabilities().delivers(Event::RunPodSandbox) {
+            tracing::warn!(
+                "network-device-injector: runtime {} {} sends no pod events: this plugin moves no device on it",
+                info.runtime.name,
+                info.runtime.version
+            );
+        }
+        Ok(EventMask::default())
+    }
+
     async fn run_pod_sandbox(
         &self,
         _ctx: &Context,

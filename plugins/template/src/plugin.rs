@@ -7,7 +7,7 @@ use nri_stub::api::{
 use nri_stub::{ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
 use serde::Deserialize;
 
-use crate::events::deliverable;
+use nri_plugin_util::deliverable;
 
 /// Configuration the runtime may pass in Configure (YAML), e.g. `cfgParam1: value`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -60,3 +60,46 @@ async fn sets_rlimits_and_refuses_bad_annotations_with_our_runtime() {
     );
     nri.stop().await;
 }
+
+/// Under a runtime that applies no rlimits (Docker's own NRI), the plugin says so once
+/// at Configure and leaves every container alone, even one with a bad annotation,
+/// instead of failing it.
+#[tokio::test]
+async fn under_docker_says_so_once_and_adjusts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (nri, plugin) = nri_interop::plugin_tests::run_with_runtime_named(
+        dir.path(),
+        "docker",
+        BIN,
+        &["-name", "ulimit-adjuster", "-idx", "10"],
+        "10-ulimit-adjuster",
+    )
+    .await;
+    let pod = pod(
+        "pod0",
+        "sleep",
+        &[
+            (
+                "ulimits.noderesource.dev/container.web",
+                "- {type: nofile, soft: 1024, hard: 4096}",
+            ),
+            ("ulimits.noderesource.dev/container.bad", "- {type: nosuch}"),
+        ],
+    );
+    for name in ["web", "bad", "web"] {
+        let reply = nri
+            .create_container(CreateContainerRequest {
+                pod: Some(pod.clone()),
+                container: Some(container(name, &pod)),
+            })
+            .await
+            .unwrap();
+        let adjust = reply.adjust.unwrap_or_default();
+        assert!(adjust.rlimits.is_empty(), "{name}: {adjust:?}");
+    }
+    nri.stop().await;
+    let log = plugin.log();
+    let warning =
+        "runtime docker 29.2.0 does not apply rlimits: this plugin adjusts no container on it";
+    assert_eq!(log.matches(warning).count(), 1, "{log}");
+}
