@@ -29,14 +29,13 @@ pub enum PluginError {
 
 impl PluginError {
     /// Whether the error means the plugin is unusable (connection closed,
-    /// protocol error, timeout): such plugins are dropped and the call goes
-    /// on without them. Other errors (an error status the plugin's handler
-    /// returned) fail the call and keep the plugin.
+    /// protocol error, our own deadline passing): such plugins are dropped
+    /// and the call goes on without them. Other errors (an error status the
+    /// plugin's handler returned, `DeadlineExceeded` included, as in the
+    /// reference v0.12.5) fail the call and keep the plugin.
     pub fn is_fatal(&self) -> bool {
         match self {
-            PluginError::Rpc(nri_ttrpc::Error::Status(st)) => {
-                st.code() == nri_ttrpc::Code::DeadlineExceeded
-            }
+            PluginError::Rpc(nri_ttrpc::Error::Status(_)) => false,
             PluginError::Rpc(nri_ttrpc::Error::Oversized { .. }) => false,
             PluginError::Rpc(_) => true,
             PluginError::Builtin(_) => false,

@@ -1,7 +1,11 @@
-//! Events of a plugin that is synchronizing
-//! (`AdaptationBuilder::deliver_events_during_sync`): queued while it is
-//! synchronized, replayed in order once it is done, without the events
-//! whose effect its synchronization already showed.
+//! Events of a plugin that is synchronizing: queued while it is
+//! synchronized and, with `AdaptationBuilder::deliver_events_during_sync`,
+//! replayed in order once it is done, without the events whose effect its
+//! synchronization already showed. Without that option nothing is replayed,
+//! and the queue only tells which pods and containers the plugin never
+//! learned of (neither listed nor replayed): their later events do not
+//! reach it, so that every container is known to a plugin (listed or by a
+//! CreateContainer) before any other event of it.
 //!
 //! `docs/adaptation.md` ("Events during synchronization") describes the
 //! sequence numbers, the lock order and why each event is replayed or not.
@@ -352,15 +356,21 @@ impl Inner {
     ///
     /// An external plugin may replace another (see `swap_in`); a launched
     /// plugin being restarted is only added.
+    ///
+    /// Without `deliver_events_during_sync` nothing is replayed: the queue
+    /// is only read to find the objects the plugin never learned of, whose
+    /// live events are then kept from it ([`Filter::never_shown`]).
     pub(crate) async fn replay_and_add(&self, backlog: Arc<Backlog>) -> bool {
         let plugin = backlog.plugin.clone();
+        let deliver = self.settings.policies.deliver_events_during_sync;
         let mut filter = Filter::new(backlog.state().snapshot.take());
         loop {
             let batch = backlog.take();
             if batch.is_empty() {
                 break;
             }
-            if !replay(self, &plugin, filter.select(batch)).await {
+            let events = filter.select(batch);
+            if deliver && !replay(self, &plugin, events).await {
                 break;
             }
         }
@@ -368,14 +378,20 @@ impl Inner {
             let _lifecycle = self.lifecycle.lock().await;
             let batch = backlog.take();
             self.backlogs.detach(&backlog);
-            if !plugin.is_closed() {
-                replay(self, &plugin, filter.select(batch)).await;
+            let events = filter.select(batch);
+            if deliver && !plugin.is_closed() {
+                replay(self, &plugin, events).await;
             }
             if self.is_stopped() || plugin.is_closed() {
                 plugin.close();
                 return false;
             }
-            self.backlogs.watch(plugin.clone(), filter.still_shown());
+            let shown = if deliver {
+                filter.still_shown()
+            } else {
+                filter.never_shown()
+            };
+            self.backlogs.watch(plugin.clone(), shown);
             if plugin.kind == PluginKind::External {
                 self.swap_in(plugin.clone())
             } else {
@@ -438,6 +454,21 @@ impl Filter {
         pods.chain(ctrs)
             .chain(gone)
             .filter(|(key, _)| !self.passed.contains(key))
+            .collect()
+    }
+
+    /// Without replay: the objects not listed whose events were queued and
+    /// whose removal was not, which the plugin therefore never learned of.
+    /// None of their later events reaches it, up to and including their
+    /// removal.
+    fn never_shown(&self) -> HashMap<Key, Shown> {
+        if self.snapshot.is_none() {
+            return HashMap::new();
+        }
+        self.decided
+            .keys()
+            .filter(|key| !self.passed.contains(*key))
+            .map(|key| (key.clone(), Shown::Gone))
             .collect()
     }
 
@@ -507,9 +538,30 @@ async fn replay(inner: &Inner, plugin: &Plugin, events: Vec<Queued>) -> bool {
             return false;
         }
         let ok = match event {
-            // The container exists already: nothing left to adjust. The
-            // plugin learns of it through PostCreate/PostUpdateContainer.
-            Queued::CreateContainer(_) | Queued::UpdateContainer(_) => true,
+            // The container exists already (or is being created): the
+            // plugin learns of it before any other of its events, but what
+            // it would adjust is too late to apply.
+            Queued::CreateContainer(r) => match call(plugin, &r).await {
+                Some(Some(reply)) => {
+                    if reply
+                        .adjust
+                        .as_ref()
+                        .is_some_and(|a| *a != ContainerAdjustment::default())
+                    {
+                        tracing::warn!(plugin = %plugin.name,
+                            container = %ctr_id(&r.container),
+                            "the adjustment of a replayed CreateContainer is not applied: \
+                             the container was created while the plugin synchronized");
+                    }
+                    apply_replayed_updates(inner, plugin, "CreateContainer", reply.update).await;
+                    true
+                }
+                Some(None) => true,
+                None => false,
+            },
+            // The plugin learns of the new resources through
+            // PostUpdateContainer; there is nothing left to change.
+            Queued::UpdateContainer(_) => true,
             Queued::RunPodSandbox(r) => call(plugin, &r).await.is_some(),
             Queued::UpdatePodSandbox(r) => call(plugin, &r).await.is_some(),
             Queued::PostUpdatePodSandbox(r) => call(plugin, &r).await.is_some(),
@@ -521,27 +573,11 @@ async fn replay(inner: &Inner, plugin: &Plugin, events: Vec<Queued>) -> bool {
             Queued::PostUpdateContainer(r) => call(plugin, &r).await.is_some(),
             Queued::RemoveContainer(r) => call(plugin, &r).await.is_some(),
             Queued::StopContainer(r) => match call(plugin, &r).await {
-                Some(Some(reply)) if !reply.update.is_empty() => {
-                    // The stop is over: its updates go the way of the
-                    // plugin's unsolicited ones.
-                    let hooks = &inner.settings.hooks;
-                    match hooks
-                        .update_containers(&plugin.name, reply.update, Vec::new())
-                        .await
-                    {
-                        Ok(failed) if !failed.is_empty() => {
-                            tracing::warn!(plugin = %plugin.name, failed = failed.len(),
-                                "some container updates of a replayed StopContainer failed");
-                        }
-                        Ok(_) => {}
-                        Err(e) => {
-                            tracing::warn!(plugin = %plugin.name, error = %e,
-                                "failed to apply the updates of a replayed StopContainer");
-                        }
-                    }
+                Some(Some(reply)) => {
+                    apply_replayed_updates(inner, plugin, "StopContainer", reply.update).await;
                     true
                 }
-                Some(_) => true,
+                Some(None) => true,
                 None => false,
             },
         };
@@ -550,6 +586,34 @@ async fn replay(inner: &Inner, plugin: &Plugin, events: Vec<Queued>) -> bool {
         }
     }
     !plugin.is_closed()
+}
+
+/// The updates of other containers a replayed event's reply asks for: the
+/// event is over, so they go the way of the plugin's unsolicited ones.
+async fn apply_replayed_updates(
+    inner: &Inner,
+    plugin: &Plugin,
+    event: &str,
+    updates: Vec<ContainerUpdate>,
+) {
+    if updates.is_empty() {
+        return;
+    }
+    let hooks = &inner.settings.hooks;
+    match hooks
+        .update_containers(&plugin.name, updates, Vec::new())
+        .await
+    {
+        Ok(failed) if !failed.is_empty() => {
+            tracing::warn!(plugin = %plugin.name, event, failed = failed.len(),
+                "some container updates of a replayed event failed");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(plugin = %plugin.name, event, error = %e,
+                "failed to apply the container updates of a replayed event");
+        }
+    }
 }
 
 /// Calls the plugin with one replayed event. `None`: the plugin failed

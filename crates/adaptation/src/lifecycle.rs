@@ -52,6 +52,12 @@ fn handle_error(plugin: &Plugin, event: &str, err: PluginError) -> Result<(), Er
     }
 }
 
+/// Logs a plugin's failure of a teardown event that goes on to the others.
+fn teardown_failed(plugin: &Plugin, event: &str, err: &Error) {
+    tracing::warn!(plugin = %plugin.name, event, error = %err,
+        "plugin failed a teardown event; delivering it to the remaining plugins");
+}
+
 impl Adaptation {
     /// Runs `call` for the event `req` on the current plugin list under the
     /// lifecycle lock, then removes plugins that closed. The event is
@@ -97,20 +103,37 @@ impl Adaptation {
         .await
     }
 
-    /// Delivers a notification to every subscribed plugin.
-    async fn notify<R: Rpc>(&self, req: Box<R>) -> Result<(), Error> {
+    /// Delivers a notification to every subscribed plugin. A failure ends
+    /// the delivery and is returned, except for teardown events (`teardown`),
+    /// which reach every plugin unless the runtime asked for the reference's
+    /// stop-at-first-error: the first failure is returned after all plugins
+    /// were called.
+    async fn notify<R: Rpc>(&self, req: Box<R>, teardown: bool) -> Result<(), Error> {
+        let go_on = self.delivers_on(teardown);
         self.dispatch(req, |plugins, req, trace| async move {
+            let mut first = None;
             for p in &plugins {
                 if p.is_closed() {
                     continue;
                 }
                 if let Err(e) = p.call_event(&*req, Some(&trace)).await {
-                    handle_error(p, R::METHOD, e)?;
+                    if let Err(e) = handle_error(p, R::METHOD, e) {
+                        if !go_on {
+                            return Err(e);
+                        }
+                        teardown_failed(p, R::METHOD, &e);
+                        first.get_or_insert(e);
+                    }
                 }
             }
-            Ok(())
+            first.map_or(Ok(()), Err)
         })
         .await
+    }
+
+    /// Whether a failed plugin leaves the event going on to the next ones.
+    fn delivers_on(&self, teardown: bool) -> bool {
+        teardown && !self.inner.settings.policies.teardown_stops_at_first_error
     }
 
     /// A pod sandbox is being started.
@@ -118,7 +141,7 @@ impl Adaptation {
         &self,
         req: RunPodSandboxRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), false))
     }
 
     /// A pod's resources are being updated; plugins' replies carry nothing.
@@ -127,7 +150,7 @@ impl Adaptation {
         req: UpdatePodSandboxRequest,
     ) -> impl Future<Output = Result<UpdatePodSandboxResponse, Error>> + Send + '_ {
         Box::pin(async move {
-            self.notify(Box::new(req)).await?;
+            self.notify(Box::new(req), false).await?;
             Ok(UpdatePodSandboxResponse::default())
         })
     }
@@ -137,7 +160,7 @@ impl Adaptation {
         &self,
         req: PostUpdatePodSandboxRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), false))
     }
 
     /// A pod sandbox is being stopped.
@@ -145,7 +168,7 @@ impl Adaptation {
         &self,
         req: StopPodSandboxRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), true))
     }
 
     /// A pod sandbox is being removed.
@@ -153,7 +176,7 @@ impl Adaptation {
         &self,
         req: RemovePodSandboxRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), true))
     }
 
     /// A container is being created: every subscribed plugin may adjust it
@@ -254,7 +277,7 @@ impl Adaptation {
         &self,
         req: PostCreateContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), false))
     }
 
     /// A container is being started.
@@ -262,7 +285,7 @@ impl Adaptation {
         &self,
         req: StartContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), false))
     }
 
     /// A container was started.
@@ -270,7 +293,7 @@ impl Adaptation {
         &self,
         req: PostStartContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), false))
     }
 
     /// A container's resources are being updated: plugins may change the
@@ -316,7 +339,7 @@ impl Adaptation {
         &self,
         req: PostUpdateContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), false))
     }
 
     /// A container is being stopped; plugins may update other containers.
@@ -331,24 +354,34 @@ impl Adaptation {
         &self,
         req: Box<StopContainerRequest>,
     ) -> Result<StopContainerResponse, Error> {
+        let go_on = self.delivers_on(true);
         self.dispatch(req, |plugins, req, trace| async move {
             let mut result = StopResult::new();
+            let mut first = None;
             for p in &plugins {
                 if p.is_closed() {
                     continue;
                 }
-                let reply = match p.call_event(&*req, Some(&trace)).await {
-                    Ok(Some(reply)) => reply,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        handle_error(p, method_name::STOP, e)?;
-                        continue;
+                let outcome = match p.call_event(&*req, Some(&trace)).await {
+                    Ok(Some(reply)) => {
+                        p.record_adjustments(method_name::STOP, None, &reply.update, 0);
+                        result.apply(&p.name, *reply).map_err(Error::from)
                     }
+                    Ok(None) => Ok(()),
+                    Err(e) => handle_error(p, method_name::STOP, e),
                 };
-                p.record_adjustments(method_name::STOP, None, &reply.update, 0);
-                result.apply(&p.name, *reply)?;
+                if let Err(e) = outcome {
+                    if !go_on {
+                        return Err(e);
+                    }
+                    teardown_failed(p, method_name::STOP, &e);
+                    first.get_or_insert(e);
+                }
             }
-            Ok(result.into_response())
+            match first {
+                Some(e) => Err(e),
+                None => Ok(result.into_response()),
+            }
         })
         .await
     }
@@ -358,7 +391,7 @@ impl Adaptation {
         &self,
         req: RemoveContainerRequest,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        Box::pin(self.notify(Box::new(req)))
+        Box::pin(self.notify(Box::new(req), true))
     }
 }
 

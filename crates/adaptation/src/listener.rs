@@ -78,12 +78,10 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
     }
 
     let _sync = inner.sync_lock.clone().write_owned().await;
-    // With `deliver_events_during_sync`, events are queued from here on.
-    let backlog = if settings.policies.deliver_events_during_sync {
-        Some(inner.attach_backlog(plugin.clone()).await)
-    } else {
-        None
-    };
+    // Events are queued from here on: replayed with
+    // `deliver_events_during_sync`, otherwise only read to keep the events
+    // of objects the plugin never learned of from it (`crate::backlog`).
+    let backlog = Some(inner.attach_backlog(plugin.clone()).await);
     let mut sync = OnePluginSync {
         plugin: plugin.clone(),
         result: None,
@@ -127,7 +125,7 @@ pub(crate) struct OnePluginSync {
     pub(crate) plugin: Arc<Plugin>,
     /// Whether the last synchronization succeeded; `None` if never called.
     pub(crate) result: Option<bool>,
-    /// The plugin's queue of events, with `deliver_events_during_sync`.
+    /// The plugin's queue of events while it is synchronized.
     pub(crate) backlog: Option<Arc<crate::backlog::Backlog>>,
 }
 

@@ -17,14 +17,16 @@ use crate::adaptation_error::{Error, PluginError};
 
 /// What a request timeout does to the plugin that timed out.
 ///
-/// Only timeouts are concerned: a lost connection or a protocol error
-/// always drops the plugin, and an error the plugin's handler returns
-/// always fails the call, as in the reference.
+/// Only timeouts are concerned, and only our own deadline passing is one: a
+/// lost connection or a protocol error always drops the plugin, and an error
+/// the plugin's handler returns (a `DeadlineExceeded` status included)
+/// always fails the call and keeps the plugin, as in the reference (v0.12.5).
 ///
 /// Validators' ValidateContainerAdjustment calls follow it too: with
-/// `DropPlugin` a validator that times out is closed and the creation fails
-/// (the reference's behaviour); `FailCall` fails the creation and keeps the
-/// validator; `SkipCall` keeps it and ignores its verdict.
+/// `DropPlugin` a validator that times out is closed and the creation fails,
+/// unless it announced `keep_connected` (then it stays connected and the
+/// creation still fails), as in the reference; `FailCall` fails the creation
+/// and keeps the validator; `SkipCall` keeps it and ignores its verdict.
 ///
 /// ```
 /// use std::time::Duration;
@@ -153,23 +155,29 @@ impl Policies {
     }
 
     /// Decides what a fatal error of a validator's ValidateContainerAdjustment
-    /// call does. The reference closes the validator and fails the creation
-    /// whatever the error, and so does [`TimeoutPolicy::DropPlugin`]; on a
-    /// timeout, `FailCall` keeps the validator and fails the creation, and
-    /// `SkipCall` keeps it and ignores its verdict. A failure policy the
-    /// validator announced does not apply (the reference ignores it here).
-    pub fn on_validator_fatal(policy: TimeoutPolicy, err: &PluginError) -> Outcome {
+    /// call does. As in the reference (v0.12.5), the creation fails whatever
+    /// the error, and the validator is closed unless the error is a timeout
+    /// and it announced `keep_connected` ([`TimeoutPolicy::DropPlugin`]); its
+    /// `fail_request` changes nothing, a failed validation failing the
+    /// creation anyway. On a timeout, `FailCall` keeps the validator and
+    /// fails the creation, and `SkipCall` keeps it and ignores its verdict.
+    pub fn on_validator_fatal(
+        policy: TimeoutPolicy,
+        announced: Option<&FailurePolicy>,
+        err: &PluginError,
+    ) -> Outcome {
+        let timeout = is_timeout(err);
         match policy {
-            TimeoutPolicy::FailCall if is_timeout(err) => Outcome {
+            TimeoutPolicy::FailCall if timeout => Outcome {
                 drop_plugin: false,
                 fail_call: true,
             },
-            TimeoutPolicy::SkipCall if is_timeout(err) => Outcome {
+            TimeoutPolicy::SkipCall if timeout => Outcome {
                 drop_plugin: false,
                 fail_call: false,
             },
             _ => Outcome {
-                drop_plugin: true,
+                drop_plugin: !(timeout && announced.is_some_and(|p| p.keep_connected)),
                 fail_call: true,
             },
         }
@@ -218,14 +226,15 @@ impl Policies {
     }
 }
 
-/// Whether the error is a request timeout (local deadline, a builtin
-/// plugin's timeout, or the plugin answering DeadlineExceeded).
+/// Whether the error is a request timeout: our own deadline passed (a
+/// remote call's or a builtin plugin's). A plugin answering with a
+/// `DeadlineExceeded` status is not one: its handler returned an error, which
+/// the reference (v0.12.5) treats as any other.
 pub(crate) fn is_timeout(err: &PluginError) -> bool {
-    match err {
-        PluginError::Timeout => true,
-        PluginError::Rpc(e) => e.code() == nri_ttrpc::Code::DeadlineExceeded,
-        PluginError::Builtin(_) => false,
-    }
+    matches!(
+        err,
+        PluginError::Timeout | PluginError::Rpc(nri_ttrpc::Error::Timeout)
+    )
 }
 
 #[cfg(test)]
@@ -304,16 +313,51 @@ mod tests {
     fn validator_timeouts_follow_the_policy() {
         let t = PluginError::Timeout;
         let closed = PluginError::Rpc(nri_ttrpc::Error::Closed);
-        let o = Policies::on_validator_fatal(TimeoutPolicy::DropPlugin, &t);
+        let o = Policies::on_validator_fatal(TimeoutPolicy::DropPlugin, None, &t);
         assert!(o.drop_plugin && o.fail_call);
-        let o = Policies::on_validator_fatal(TimeoutPolicy::FailCall, &t);
+        let o = Policies::on_validator_fatal(TimeoutPolicy::FailCall, None, &t);
         assert!(!o.drop_plugin && o.fail_call);
-        let o = Policies::on_validator_fatal(TimeoutPolicy::SkipCall, &t);
+        let o = Policies::on_validator_fatal(TimeoutPolicy::SkipCall, None, &t);
         assert!(!o.drop_plugin && !o.fail_call);
         for policy in [TimeoutPolicy::FailCall, TimeoutPolicy::SkipCall] {
-            let o = Policies::on_validator_fatal(policy, &closed);
+            let o = Policies::on_validator_fatal(policy, None, &closed);
             assert!(o.drop_plugin && o.fail_call);
         }
+    }
+
+    #[test]
+    fn validator_announced_policy_follows_the_reference() {
+        let t = PluginError::Timeout;
+        let closed = PluginError::Rpc(nri_ttrpc::Error::Closed);
+        let keep = fp(false, true);
+        // A timed-out validator with keep_connected stays; the creation fails.
+        let o = Policies::on_validator_fatal(TimeoutPolicy::DropPlugin, Some(&keep), &t);
+        assert!(!o.drop_plugin && o.fail_call);
+        // keep_connected does not survive a lost connection.
+        let o = Policies::on_validator_fatal(TimeoutPolicy::DropPlugin, Some(&keep), &closed);
+        assert!(o.drop_plugin && o.fail_call);
+        // fail_request changes nothing: a failed validation fails anyway.
+        let o =
+            Policies::on_validator_fatal(TimeoutPolicy::DropPlugin, Some(&fp(false, false)), &t);
+        assert!(o.drop_plugin && o.fail_call);
+        let o = Policies::on_validator_fatal(TimeoutPolicy::DropPlugin, Some(&fp(true, true)), &t);
+        assert!(!o.drop_plugin && o.fail_call);
+    }
+
+    #[test]
+    fn only_our_own_deadline_is_a_timeout() {
+        let answered = PluginError::Rpc(nri_ttrpc::Error::Status(nri_ttrpc::Status::new(
+            nri_ttrpc::Code::DeadlineExceeded,
+            "context deadline exceeded",
+        )));
+        assert!(!is_timeout(&answered));
+        assert!(!answered.is_fatal());
+        assert!(is_timeout(&PluginError::Timeout));
+        assert!(is_timeout(&PluginError::Rpc(nri_ttrpc::Error::Timeout)));
+        // Even with keep_connected a plugin's own DeadlineExceeded answer is
+        // not treated as a timeout by the policies.
+        let o = Policies::on_fatal(TimeoutPolicy::SkipCall, None, &answered);
+        assert!(o.drop_plugin);
     }
 
     #[test]

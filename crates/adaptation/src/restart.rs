@@ -247,8 +247,8 @@ async fn supervise(
 /// Launches, registers, configures and synchronizes the plugin again and
 /// adds it to the list. On failure its process is killed and reaped.
 ///
-/// With `deliver_events_during_sync`, lifecycle events that happen while
-/// the plugin is synchronized are queued and replayed to it before it is
+/// Lifecycle events that happen while the plugin is synchronized are
+/// queued, and with `deliver_events_during_sync` replayed to it before it is
 /// added, as for an external plugin (`crate::backlog`).
 async fn relaunch(inner: &Arc<Inner>, d: &Discovered) -> Result<Launched, RestartError> {
     let launched = crate::launch::start(&inner.settings, d.clone()).await?;
@@ -259,11 +259,7 @@ async fn relaunch(inner: &Arc<Inner>, d: &Discovered) -> Result<Launched, Restar
         let _sync = inner.sync_lock.clone().write_owned().await;
         // Detached when this block ends, however it ends (also when the
         // supervisor is stopped in the middle of it).
-        let attached = if inner.settings.policies.deliver_events_during_sync {
-            Some(inner.attach_backlog_guarded(plugin.clone()).await)
-        } else {
-            None
-        };
+        let attached = Some(inner.attach_backlog_guarded(plugin.clone()).await);
         let backlog = attached.as_ref().map(|a| a.backlog.clone());
         let mut sync = OnePluginSync {
             plugin: plugin.clone(),

@@ -179,7 +179,6 @@ pub(crate) fn error_outcome(err: &PluginError) -> &'static str {
     use nri_ttrpc::{Code, Error};
     match err {
         PluginError::Timeout | PluginError::Rpc(Error::Timeout) => "timeout",
-        PluginError::Rpc(Error::Status(st)) if st.code() == Code::DeadlineExceeded => "timeout",
         PluginError::Rpc(Error::Status(st)) if st.code() == Code::Unimplemented => "unimplemented",
         PluginError::Rpc(Error::Closed | Error::Io(_)) => "closed",
         _ => "error",

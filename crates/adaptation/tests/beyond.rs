@@ -417,3 +417,304 @@ async fn stub_reconnects_to_a_restarted_runtime() {
     second.stop().await;
     assert!(bounded(running).await.unwrap().is_ok());
 }
+
+// ---------------------------------------------------------------------------
+// Teardown events reach every plugin.
+// ---------------------------------------------------------------------------
+
+/// Logs the teardown events it gets; fails them if `fail` is set.
+struct Teardown {
+    log: Log,
+    fail: bool,
+}
+
+impl Teardown {
+    fn seen(&self, ctx: &Context, event: &str, id: &str) -> nri_stub::HandlerResult<()> {
+        self.log.push(format!("{} {event} {id}", ctx.name()));
+        if self.fail {
+            return Err(format!("{event} refused").into());
+        }
+        Ok(())
+    }
+}
+
+#[nri_stub::plugin]
+impl Plugin for Teardown {
+    async fn stop_container(
+        &self,
+        ctx: &Context,
+        _p: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::HandlerResult<Vec<nri_api::ContainerUpdate>> {
+        self.seen(ctx, "StopContainer", &ctr.id)?;
+        Ok(Vec::new())
+    }
+
+    async fn remove_container(
+        &self,
+        ctx: &Context,
+        _p: &PodSandbox,
+        ctr: &Container,
+    ) -> nri_stub::HandlerResult<()> {
+        self.seen(ctx, "RemoveContainer", &ctr.id)
+    }
+
+    async fn stop_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
+        self.seen(ctx, "StopPodSandbox", &pod.id)
+    }
+
+    async fn remove_pod_sandbox(
+        &self,
+        ctx: &Context,
+        pod: &PodSandbox,
+    ) -> nri_stub::HandlerResult<()> {
+        self.seen(ctx, "RemovePodSandbox", &pod.id)
+    }
+}
+
+/// Runs the four teardown events through `10-logger` (failing them all)
+/// and `90-resources`; returns the errors and the plugins' log.
+async fn teardown_with(stop_at_first_error: bool) -> (Vec<Error>, Vec<String>) {
+    let env = Env::new();
+    let log = Log::default();
+    let nri = env
+        .builder()
+        .teardown_stops_at_first_error(stop_at_first_error)
+        .build();
+    bounded(nri.start()).await.unwrap();
+    let _a = run_stub(
+        Teardown {
+            log: log.clone(),
+            fail: true,
+        },
+        "logger",
+        "10",
+        &env.socket(),
+    );
+    wait_plugins(&nri, &["10-logger"]).await;
+    let _b = run_stub(
+        Teardown {
+            log: log.clone(),
+            fail: false,
+        },
+        "resources",
+        "90",
+        &env.socket(),
+    );
+    wait_plugins(&nri, &["10-logger", "90-resources"]).await;
+    let (p, c) = (Some(pod("pod0")), Some(container("ctr0", "pod0")));
+    let errors = vec![
+        bounded(nri.stop_container(nri_api::StopContainerRequest {
+            pod: p.clone(),
+            container: c.clone(),
+        }))
+        .await
+        .unwrap_err(),
+        bounded(nri.remove_container(nri_api::RemoveContainerRequest {
+            pod: p.clone(),
+            container: c.clone(),
+        }))
+        .await
+        .unwrap_err(),
+        bounded(nri.stop_pod_sandbox(nri_api::StopPodSandboxRequest { pod: p.clone() }))
+            .await
+            .unwrap_err(),
+        bounded(nri.remove_pod_sandbox(nri_api::RemovePodSandboxRequest { pod: p.clone() }))
+            .await
+            .unwrap_err(),
+    ];
+    // The failing plugin stays connected: a handler's error is no plugin failure.
+    assert_eq!(nri.plugins().len(), 2);
+    nri.stop().await;
+    (errors, log.get())
+}
+
+#[tokio::test]
+async fn teardown_reaches_every_plugin_and_reports_the_first_error() {
+    let (errors, log) = teardown_with(false).await;
+    assert_eq!(
+        log,
+        [
+            "10-logger StopContainer ctr0",
+            "90-resources StopContainer ctr0",
+            "10-logger RemoveContainer ctr0",
+            "90-resources RemoveContainer ctr0",
+            "10-logger StopPodSandbox pod0",
+            "90-resources StopPodSandbox pod0",
+            "10-logger RemovePodSandbox pod0",
+            "90-resources RemovePodSandbox pod0",
+        ]
+    );
+    // The first plugin's error, with the reference's text (the plugin's own).
+    for (err, event) in errors.iter().zip([
+        "StopContainer",
+        "RemoveContainer",
+        "StopPodSandbox",
+        "RemovePodSandbox",
+    ]) {
+        assert!(
+            matches!(err, Error::Plugin { plugin, .. } if plugin == "10-logger"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("rpc error: code = Unknown desc = {event} refused")
+        );
+    }
+}
+
+#[tokio::test]
+async fn teardown_can_stop_at_the_first_error_as_the_reference() {
+    let (errors, log) = teardown_with(true).await;
+    assert_eq!(
+        log,
+        [
+            "10-logger StopContainer ctr0",
+            "10-logger RemoveContainer ctr0",
+            "10-logger StopPodSandbox pod0",
+            "10-logger RemovePodSandbox pod0",
+        ]
+    );
+    assert!(
+        errors
+            .iter()
+            .all(|e| matches!(e, Error::Plugin { plugin, .. } if plugin == "10-logger")),
+        "{errors:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// v0.12.5: a validator's announced failure policy, and plugins answering
+// DeadlineExceeded.
+// ---------------------------------------------------------------------------
+
+/// Validates slowly containers named `slow*`.
+struct SlowValidator;
+
+#[nri_stub::plugin]
+impl Plugin for SlowValidator {
+    async fn validate_container_adjustment(
+        &self,
+        _ctx: &Context,
+        req: &nri_api::ValidateContainerAdjustmentRequest,
+    ) -> nri_stub::HandlerResult<()> {
+        if req
+            .container
+            .as_ref()
+            .is_some_and(|c| c.id.starts_with("slow"))
+        {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn validator_announcing_keep_connected_survives_a_timeout() {
+    let env = Env::new();
+    let nri = env
+        .builder()
+        .request_timeout(Duration::from_millis(300))
+        .build();
+    bounded(nri.start()).await.unwrap();
+    let stub = nri_stub::Stub::builder(SlowValidator)
+        .name("validator")
+        .index("00")
+        .socket_path(env.socket())
+        .failure_policy(FailurePolicy {
+            fail_request: false,
+            keep_connected: true,
+        })
+        .build()
+        .unwrap();
+    tokio::spawn(async move { stub.run().await });
+    wait_plugins(&nri, &["00-validator"]).await;
+    let mut req = create_req(None);
+    req.container = Some(container("slow0", "pod0"));
+    let err = bounded(nri.create_container(req)).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "validator plugin 00-validator failed: context deadline exceeded"
+    );
+    // Still connected, and still validating.
+    assert_eq!(nri.plugins().len(), 1);
+    bounded(nri.create_container(create_req(None)))
+        .await
+        .unwrap();
+    nri.stop().await;
+}
+
+/// Answers StartContainer with a DeadlineExceeded status of its own.
+struct AnswersDeadlineExceeded;
+
+#[nri_stub::plugin]
+impl Plugin for AnswersDeadlineExceeded {
+    async fn start_container(
+        &self,
+        _ctx: &Context,
+        _p: &PodSandbox,
+        _ctr: &Container,
+    ) -> nri_stub::HandlerResult<()> {
+        Err(Box::new(nri_stub::Status::new(
+            nri_stub::Code::DeadlineExceeded,
+            "backend too slow",
+        )))
+    }
+}
+
+#[tokio::test]
+async fn a_deadline_exceeded_answer_is_an_ordinary_error_whatever_the_policy() {
+    for (policy, announced) in [
+        (TimeoutPolicy::DropPlugin, None),
+        (
+            TimeoutPolicy::DropPlugin,
+            Some(FailurePolicy {
+                fail_request: false,
+                keep_connected: false,
+            }),
+        ),
+        (
+            TimeoutPolicy::DropPlugin,
+            Some(FailurePolicy {
+                fail_request: false,
+                keep_connected: true,
+            }),
+        ),
+        (TimeoutPolicy::SkipCall, None),
+        (TimeoutPolicy::FailCall, None),
+    ] {
+        let env = Env::new();
+        let nri = env
+            .builder()
+            .plugin_timeout_policy("answers", policy)
+            .build();
+        bounded(nri.start()).await.unwrap();
+        let mut b = nri_stub::Stub::builder(AnswersDeadlineExceeded)
+            .name("answers")
+            .index("10")
+            .socket_path(env.socket());
+        if let Some(p) = announced {
+            b = b.failure_policy(p);
+        }
+        let stub = b.build().unwrap();
+        tokio::spawn(async move { stub.run().await });
+        wait_plugins(&nri, &["10-answers"]).await;
+        let err = bounded(nri.start_container(start_req("ctr0")))
+            .await
+            .unwrap_err();
+        let what = format!("{policy:?} {announced:?}: {err}");
+        assert!(matches!(err, Error::Plugin { .. }), "{what}");
+        assert!(
+            err.to_string()
+                .ends_with("rpc error: code = DeadlineExceeded desc = backend too slow"),
+            "{what}"
+        );
+        // The call failed and the plugin stays.
+        assert_eq!(nri.plugins().len(), 1, "{what}");
+        nri.stop().await;
+    }
+}

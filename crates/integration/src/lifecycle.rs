@@ -95,20 +95,26 @@ impl Nri {
     }
 
     /// A pod sandbox is being stopped. Reaches plugins once: later calls
-    /// for the same pod do nothing.
+    /// for the same pod do nothing, unless this one failed (a retry
+    /// delivers the event again).
     pub async fn stop_pod_sandbox(&self, pod: &PodSandbox) -> Result<(), Error> {
         let Some(a) = self.adaptation() else {
             return Ok(());
         };
-        if !self.core.lifecycle.pods.claim_stop(&pod.id) {
+        let Some(was) = self.core.lifecycle.pods.claim_stop_from(&pod.id) else {
             tracing::debug!(pod = %pod.id, "NRI: pod does not need stopping");
             return Ok(());
+        };
+        let stopped = a
+            .stop_pod_sandbox(StopPodSandboxRequest {
+                pod: Some(pod.clone()),
+            })
+            .await;
+        if stopped.is_err() {
+            // A retried stop must reach the plugins again.
+            self.core.lifecycle.pods.unclaim_stop(&pod.id, was);
         }
-        a.stop_pod_sandbox(StopPodSandboxRequest {
-            pod: Some(pod.clone()),
-        })
-        .await?;
-        Ok(())
+        stopped.map_err(Error::from)
     }
 
     /// A pod sandbox is being removed. Reaches plugins once; if the pod's
@@ -136,6 +142,11 @@ impl Nri {
         } else {
             Ok(())
         };
+        if stopped.is_err() || removed.is_err() {
+            // A retried removal must reach the plugins again.
+            let state = claim.retry_state(stopped.is_err());
+            self.core.lifecycle.pods.unclaim_remove(&pod.id, state);
+        }
         first_error(stopped, removed)
     }
 
@@ -302,7 +313,8 @@ impl Nri {
     }
 
     /// A container is being stopped. Reaches plugins once (later stops and
-    /// exit notifications of the container do nothing); updates of other
+    /// exit notifications of the container do nothing, unless this one
+    /// failed: a retry delivers it again); updates of other
     /// containers plugins answer with are applied through the domains.
     pub async fn stop_container(
         &self,
@@ -313,11 +325,16 @@ impl Nri {
             return Ok(FailedUpdates::default());
         };
         self.core.exits.cancel(&ctr.id);
-        if !self.core.lifecycle.containers.claim_stop(&ctr.id) {
+        let Some(was) = self.core.lifecycle.containers.claim_stop_from(&ctr.id) else {
             tracing::debug!(container = %ctr.id, "NRI: container does not need stopping");
             return Ok(FailedUpdates::default());
+        };
+        let stopped = self.send_stop(&a, pod, ctr).await;
+        if stopped.is_err() {
+            // A retried stop must reach the plugins again.
+            self.core.lifecycle.containers.unclaim_stop(&ctr.id, was);
         }
-        self.send_stop(&a, pod, ctr).await
+        stopped
     }
 
     async fn send_stop(
@@ -359,14 +376,16 @@ impl Nri {
             self.core.exits.push_front(pod, ctr);
             return;
         };
-        if !self.core.lifecycle.containers.claim_stop(&ctr.id) {
+        let Some(was) = self.core.lifecycle.containers.claim_stop_from(&ctr.id) else {
             tracing::debug!(container = %ctr.id, "NRI: exited container needs no stop");
             return;
-        }
+        };
         tracing::debug!(container = %ctr.id, "NRI: delivering container exit");
         if let Err(e) = self.send_stop(&a, &pod, &ctr).await {
             tracing::warn!(container = %ctr.id, error = %e,
                 "NRI StopContainer for an exited container failed");
+            // The runtime's own stop or removal of the container sends it again.
+            self.core.lifecycle.containers.unclaim_stop(&ctr.id, was);
         }
     }
 
@@ -398,6 +417,14 @@ impl Nri {
         } else {
             Ok(())
         };
+        if stopped.is_err() || removed.is_err() {
+            // A retried removal must reach the plugins again.
+            let state = claim.retry_state(stopped.is_err());
+            self.core
+                .lifecycle
+                .containers
+                .unclaim_remove(&ctr.id, state);
+        }
         first_error(stopped, removed)
     }
 }

@@ -35,6 +35,19 @@ pub(crate) struct RemoveClaim {
     pub remove: bool,
 }
 
+impl RemoveClaim {
+    /// The state to put back when the claimed events failed, so that a
+    /// retried removal sends them again: running if the stop failed,
+    /// stopped if only the removal did.
+    pub fn retry_state(&self, stop_failed: bool) -> LifecycleState {
+        if self.stop && stop_failed {
+            LifecycleState::Running
+        } else {
+            LifecycleState::Stopped
+        }
+    }
+}
+
 /// The states of one kind of object (pods or containers). Removed objects
 /// are not stored.
 #[derive(Default)]
@@ -69,14 +82,37 @@ impl StateTable {
     }
 
     /// True if the object must be stopped; it is then recorded as stopped.
+    #[cfg(test)]
     pub fn claim_stop(&self, id: &str) -> bool {
+        self.claim_stop_from(id).is_some()
+    }
+
+    /// As [`claim_stop`](Self::claim_stop), returning the state the object
+    /// was in, for [`unclaim_stop`](Self::unclaim_stop).
+    pub fn claim_stop_from(&self, id: &str) -> Option<LifecycleState> {
         match self.map().get_mut(id) {
             Some(s @ (LifecycleState::Created | LifecycleState::Running)) => {
+                let was = *s;
                 *s = LifecycleState::Stopped;
-                true
+                Some(was)
             }
-            _ => false,
+            _ => None,
         }
+    }
+
+    /// A claimed stop failed: the object is back in the state it was
+    /// claimed from, so that the next stop sends the event again. Nothing
+    /// changes if the object moved on meanwhile (removed).
+    pub fn unclaim_stop(&self, id: &str, was: LifecycleState) {
+        if let Some(s @ LifecycleState::Stopped) = self.map().get_mut(id) {
+            *s = was;
+        }
+    }
+
+    /// A claimed removal failed: the object is known again in `state`
+    /// (see [`RemoveClaim::retry_state`]), unless it was recreated meanwhile.
+    pub fn unclaim_remove(&self, id: &str, state: LifecycleState) {
+        self.map().entry(id.to_string()).or_insert(state);
     }
 
     /// What removing the object has to send; it is then forgotten.
@@ -179,6 +215,36 @@ mod tests {
         assert_eq!(t.claim_remove("c"), RemoveClaim::default());
         assert_eq!(t.get("c"), Removed);
         assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn failed_claims_are_given_back_for_a_retry() {
+        let t = StateTable::default();
+        t.set_new("c", Created);
+        t.started("c");
+        assert_eq!(t.claim_stop_from("c"), Some(Running));
+        assert_eq!(t.claim_stop_from("c"), None);
+        t.unclaim_stop("c", Running);
+        assert!(t.claim_stop("c"), "a failed stop is sent again");
+
+        t.set_new("d", Running);
+        let claim = t.claim_remove("d");
+        assert!(claim.stop && claim.remove);
+        // The stop sent first failed: the retry sends both again.
+        t.unclaim_remove("d", claim.retry_state(true));
+        assert_eq!(t.claim_remove("d"), claim);
+        // Only the removal failed: the retry sends the removal alone.
+        t.unclaim_remove("d", claim.retry_state(false));
+        assert_eq!(
+            t.claim_remove("d"),
+            RemoveClaim {
+                stop: false,
+                remove: true
+            }
+        );
+        // A stop given back after the object was removed changes nothing.
+        t.unclaim_stop("d", Running);
+        assert_eq!(t.get("d"), Removed);
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub enum MuxError {
     },
 
     /// The peer announced a frame larger than [`MAX_FRAME_PAYLOAD`](crate::MAX_FRAME_PAYLOAD).
-    #[error("frame for conn {conn} announces {len} bytes, limit {limit}")]
+    #[error("conn {conn}: frame payload {len} bytes, maximum is {limit}")]
     FrameTooLarge {
         /// Connection id named in the frame header.
         conn: ConnId,
@@ -118,7 +118,7 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "frame for conn 3 announces 5000000 bytes, limit 4194314"
+            "conn 3: frame payload 5000000 bytes, maximum is 4194314"
         );
         assert_eq!(io::Error::from(e).kind(), io::ErrorKind::InvalidData);
     }

@@ -31,7 +31,7 @@ async fn oversized_frame_closes_the_mux_without_waiting_for_payload() {
     );
     assert_eq!(
         err.to_string(),
-        "frame for conn 1 announces 4194315 bytes, limit 4194314"
+        "conn 1: frame payload 4194315 bytes, maximum is 4194314"
     );
     let read_err = within(conn.read(&mut [0u8; 8])).await.unwrap_err();
     assert_eq!(read_err.kind(), io::ErrorKind::InvalidData);

@@ -192,7 +192,11 @@ impl Plugin {
             .settings
             .policies
             .timeout_policy(&self.name, &self.base);
-        crate::policy::Policies::on_validator_fatal(policy, err)
+        let announced = self
+            .failure_policy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        crate::policy::Policies::on_validator_fatal(policy, announced.as_ref(), err)
     }
 
     /// Whether the plugin is a WebAssembly module.
