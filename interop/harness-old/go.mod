@@ -23,3 +23,7 @@ require (
 	google.golang.org/grpc v1.57.1 // indirect
 	k8s.io/cri-api v0.25.3 // indirect
 )
+
+require nri-rs.dev/interop/harness-shared v0.0.0
+
+replace nri-rs.dev/interop/harness-shared => ../harness-shared

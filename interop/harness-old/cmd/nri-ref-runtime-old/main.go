@@ -19,7 +19,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/ttrpc"
 
-	"nri-rs.dev/interop/harness-old/internal/scenario"
+	"nri-rs.dev/interop/harness-shared/scenario"
 )
 
 func main() {

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"strings"
-	"sync"
 
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/ttrpc"
-	"google.golang.org/protobuf/proto"
+	"nri-rs.dev/interop/harness-shared/pluginlog"
 )
 
 // Entry is one line of the event log.
@@ -40,55 +36,10 @@ type Entry struct {
 	ParentSpanID string `json:"parent_span_id,omitempty"`
 }
 
-// eventLog appends JSON lines to a file; safe for concurrent use.
-type eventLog struct {
-	mu sync.Mutex
-	f  *os.File
-}
+// eventLog is the plugin's event log.
+type eventLog = pluginlog.Log
 
-func openLog(path string) (*eventLog, error) {
-	if path == "" {
-		return &eventLog{}, nil
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &eventLog{f: f}, nil
-}
-
-// open starts logging to path unless a log file is already open.
-func (l *eventLog) open(path string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f != nil || path == "" {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	l.f = f
-	return nil
-}
-
-// write appends e to the log; without a log file it does nothing, not even
-// encode e.
-func (l *eventLog) write(e *Entry) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return
-	}
-	data, err := json.Marshal(e)
-	if err != nil {
-		data, _ = json.Marshal(&Entry{Event: e.Event, Error: "log encoding: " + err.Error()})
-	}
-	_, _ = l.f.Write(append(data, '\n'))
-	_ = l.f.Sync()
-}
-
-type rpcKey struct{}
+func openLog(path string) (*eventLog, error) { return pluginlog.Open(path) }
 
 // evictTargetKey holds the *evictTarget of a request: the handler of
 // CreateContainer/UpdateContainer records the container the event is about,
@@ -105,20 +56,12 @@ func setEvictTarget(ctx context.Context, ctr *api.Container) {
 	}
 }
 
-func rpcOf(ctx context.Context) string {
-	if v, ok := ctx.Value(rpcKey{}).(string); ok {
-		return v
-	}
-	return ""
-}
-
 // serverInterceptor tags the context with the ttRPC method name and adds
 // the configured evictions to CreateContainer/UpdateContainer responses.
 func (p *plugin) serverInterceptor(ctx context.Context, unmarshal ttrpc.Unmarshaler,
 	info *ttrpc.UnaryServerInfo, method ttrpc.Method) (interface{}, error) {
-	name := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
 	target := &evictTarget{}
-	ctx = context.WithValue(context.WithValue(ctx, rpcKey{}, name), evictTargetKey{}, target)
+	ctx = context.WithValue(pluginlog.WithRPC(ctx, info.FullMethod), evictTargetKey{}, target)
 	rpl, err := method(ctx, unmarshal)
 	if err != nil {
 		return rpl, err
@@ -136,20 +79,12 @@ func (p *plugin) serverInterceptor(ctx context.Context, unmarshal ttrpc.Unmarsha
 // an UpdateContainers request; the Go stub has no API for them.
 func (p *plugin) clientInterceptor(ctx context.Context, req *ttrpc.Request, resp *ttrpc.Response,
 	info *ttrpc.UnaryClientInfo, invoker ttrpc.Invoker) error {
-	if strings.HasSuffix(info.FullMethod, "/UpdateContainers") {
+	pluginlog.AddEvictions(req, info, func() []*api.ContainerEviction {
 		p.evictMu.Lock()
+		defer p.evictMu.Unlock()
 		ev := p.pendingEvict
 		p.pendingEvict = nil
-		p.evictMu.Unlock()
-		if len(ev) > 0 {
-			msg := &api.UpdateContainersRequest{}
-			if err := proto.Unmarshal(req.Payload, msg); err == nil {
-				msg.Evict = append(msg.Evict, ev...)
-				if data, err := proto.Marshal(msg); err == nil {
-					req.Payload = data
-				}
-			}
-		}
-	}
+		return ev
+	})
 	return invoker(ctx, req, resp)
 }

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"nri-rs.dev/interop/harness-shared/pluginlog"
 )
 
 type plugin struct {
@@ -79,7 +80,7 @@ func main() {
 	closed := make(chan struct{})
 	opts := []stub.Option{
 		stub.WithOnClose(func() {
-			p.log.write(&Entry{Event: "closed"})
+			p.log.Write(&Entry{Event: "closed"}, "closed")
 			close(closed)
 		}),
 		stub.WithTTRPCOptions(
@@ -103,14 +104,14 @@ func main() {
 
 	p.stub, err = stub.New(p, opts...)
 	if err != nil {
-		p.log.write(&Entry{Event: "error", Error: "create stub: " + err.Error()})
+		p.log.Write(&Entry{Event: "error", Error: "create stub: " + err.Error()}, "error")
 		fmt.Fprintln(os.Stderr, "nri-ref-plugin: create stub:", err)
 		os.Exit(1)
 	}
 
 	ctx := context.Background()
 	if err := p.stub.Start(ctx); err != nil {
-		p.log.write(&Entry{Event: "error", Error: "start: " + err.Error()})
+		p.log.Write(&Entry{Event: "error", Error: "start: " + err.Error()}, "error")
 		fmt.Fprintln(os.Stderr, "nri-ref-plugin: start:", err)
 		os.Exit(1)
 	}
@@ -120,14 +121,14 @@ func main() {
 	case <-closed:
 	case <-time.After(time.Second):
 	}
-	p.log.write(&Entry{Event: "exit"})
+	p.log.Write(&Entry{Event: "exit"}, "exit")
 }
 
 // enter runs the common part of every handler: log the event, honour the
 // configured exit/delay, fire unsolicited updates bound to the event, and
 // return the configured error.
 func (p *plugin) enter(ctx context.Context, e *Entry) error {
-	e.RPC = rpcOf(ctx)
+	e.RPC = pluginlog.RPCOf(ctx)
 	if p.cfg.Trace {
 		// The span otelttrpc's server interceptor started for this request.
 		if span, ok := trace.SpanFromContext(ctx).(sdktrace.ReadOnlySpan); ok {
@@ -137,7 +138,7 @@ func (p *plugin) enter(ctx context.Context, e *Entry) error {
 			}
 		}
 	}
-	p.log.write(e)
+	p.log.Write(e, e.Event)
 	if code, ok := p.cfg.Exit[e.Event]; ok {
 		os.Exit(code)
 	}
@@ -210,7 +211,7 @@ func (p *plugin) sendOne(u *Unsolicited) {
 	if err != nil {
 		e.Error = err.Error()
 	}
-	p.log.write(e)
+	p.log.Write(e, e.Event)
 }
 
 func (p *plugin) Configure(ctx context.Context, config, runtime, version string) (stub.EventMask, error) {
@@ -221,7 +222,7 @@ func (p *plugin) Configure(ctx context.Context, config, runtime, version string)
 		if err != nil {
 			return 0, err
 		}
-		if err := p.log.open(cfg.Log); err != nil {
+		if err := p.log.OpenFile(cfg.Log); err != nil {
 			return 0, err
 		}
 		p.cfg = cfg

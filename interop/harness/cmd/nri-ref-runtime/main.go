@@ -19,7 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"nri-rs.dev/interop/harness/internal/scenario"
+	"nri-rs.dev/interop/harness-shared/scenario"
 )
 
 func main() {
