@@ -124,7 +124,17 @@ impl Containerd {
     /// Builds what is missing, writes the configuration, starts containerd
     /// (`options.version`, default [`CONTAINERD_VERSION`]), waits until CRI
     /// answers and imports the busybox and pause images.
-    pub fn start(mut options: Options) -> Result<Containerd> {
+    pub fn start(options: Options) -> Result<Containerd> {
+        Self::start_with_config(options, |text| text)
+    }
+
+    /// [`start`](Self::start), with the configuration file's text passed
+    /// through `edit` before containerd reads it (e.g. to turn its NRI off
+    /// and run another runtime binary).
+    pub fn start_with_config(
+        mut options: Options,
+        edit: impl FnOnce(String) -> String,
+    ) -> Result<Containerd> {
         if options.version.is_empty() {
             options.version = CONTAINERD_VERSION.to_owned();
         }
@@ -133,7 +143,7 @@ impl Containerd {
         let pause = image::pause()?;
         let (tmp, layout) = Layout::create("nri-e2e-ctrd-", "containerd.sock", &options)?;
         let config = layout.dir.join("config.toml");
-        let text = config_toml(&layout, &bins, &options, &pause.name)?;
+        let text = edit(config_toml(&layout, &bins, &options, &pause.name)?);
         fs::write(&config, text)
             .map_err(|e| E2eError::io(format!("write {}", config.display()), e))?;
         let mut ctrd = Containerd {

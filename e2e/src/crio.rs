@@ -73,6 +73,15 @@ impl Crio {
     /// and pause images into its storage, starts CRI-O and waits until CRI
     /// answers. `options.default_validator` is not used (CRI-O's NRI has none).
     pub fn start(options: Options) -> Result<Crio> {
+        Self::start_with_config(options, |text| text)
+    }
+
+    /// [`start`](Self::start), with the configuration file's text passed
+    /// through `edit` before CRI-O reads it (e.g. to add a runtime handler).
+    pub fn start_with_config(
+        options: Options,
+        edit: impl FnOnce(String) -> String,
+    ) -> Result<Crio> {
         let bin_dir = binaries()?;
         let busybox = image::busybox()?;
         let pause = image::pause()?;
@@ -80,7 +89,7 @@ impl Crio {
         let config = layout.dir.join("crio.conf");
         fs::write(
             &config,
-            config_toml(&layout, &bin_dir, &options, &pause.name)?,
+            edit(config_toml(&layout, &bin_dir, &options, &pause.name)?),
         )
         .map_err(|e| E2eError::io(format!("write {}", config.display()), e))?;
         fs::write(

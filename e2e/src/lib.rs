@@ -14,6 +14,8 @@
 //!   `deploy/`, and the tools that build and check them;
 //! * [`containerd`]: a private containerd (its own root, state, sockets, NRI
 //!   socket and plugin directories) and a `crictl` client for it;
+//! * [`docker`]: a private Docker Engine (dockerd, its own containerd,
+//!   runc 1.3, a docker CLI), with Docker's own NRI or `nri-runc`;
 //! * [`podman`]: podman with private storage and configuration, running its
 //!   containers through `nri-runc`, and an `nri-hostd` for it.
 //!
@@ -24,6 +26,7 @@ pub mod containerd;
 pub mod cri;
 pub mod crio;
 pub mod deploy;
+pub mod docker;
 pub mod gobuild;
 pub mod host;
 pub mod image;

@@ -1,0 +1,232 @@
+//! End-to-end: the `nri-runc` set-ups of docs/oci-engines.md besides podman
+//! and Docker's runtime: containerd with its own NRI off and `nri-runc` as
+//! the runc shim's `BinaryName`, a CRI-O runtime handler with CRI-O's NRI
+//! off, and Debian's `crun` as the real runtime under `nri-runc`. Plugins
+//! run in `nri-hostd`; each effect is checked inside the running container
+//! and in the real runtime's own state.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use nri_e2e::containerd::Containerd;
+use nri_e2e::cri::{ContainerSpec, CriRuntime, Options, PodSpec};
+use nri_e2e::crio::Crio;
+use nri_e2e::docker::{Docker, DockerOptions};
+use nri_e2e::host::{prepare as host_prepare, run, wait_for, Daemon};
+use nri_e2e::plugins::{bin, logged_events, start_external};
+use nri_e2e::podman::{self, Hostd};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn prepare(suite: &str, packages: &[&str]) -> bool {
+    let mut all = packages.to_vec();
+    all.extend_from_slice(nri_e2e::image::PACKAGES);
+    host_prepare(suite, &all)
+}
+
+/// nri-hostd under `dir` with the logger, external, adding an environment
+/// variable and an annotation; the daemon, the logger and its event log.
+fn hostd_with_logger(dir: &Path) -> (Hostd, Daemon, PathBuf) {
+    let hostd = Hostd::start(dir, "").unwrap();
+    let log = dir.join("logger.events");
+    let socket = hostd.nri_socket.to_string_lossy().into_owned();
+    let l = log.to_string_lossy().into_owned();
+    let args = [
+        "-idx",
+        "10",
+        "-name",
+        "logger",
+        "-socket-path",
+        &socket,
+        "-add-env",
+        "NRI_LOGGER",
+        "-add-annotation",
+        "logger.nri-rs.dev/seen",
+        "-log-file",
+        &l,
+    ];
+    let logger = start_external("logger", &bin("nri-logger").unwrap(), &args, dir).unwrap();
+    hostd.wait_registered("10-logger").unwrap();
+    (hostd, logger, log)
+}
+
+/// A wrapper `<dir>/rt/<name>` (a link to `nri-runc`, configured by
+/// `<name>.toml` next to it) running `runtime`.
+fn wrapper(dir: &Path, name: &str, runtime: &Path, hostd: &Hostd) -> PathBuf {
+    let (_, nri_runc) = podman::binaries().unwrap();
+    let rt = dir.join("rt");
+    fs::create_dir_all(&rt).unwrap();
+    let link = rt.join(name);
+    std::os::unix::fs::symlink(&nri_runc, &link).unwrap();
+    fs::write(
+        rt.join(format!("{name}.toml")),
+        format!(
+            "runtime = {runtime:?}\ncontrol_socket = {:?}\n",
+            hostd.control_socket
+        ),
+    )
+    .unwrap();
+    link
+}
+
+fn events(log: &Path) -> Vec<String> {
+    logged_events(&fs::read_to_string(log).unwrap_or_default())
+}
+
+/// A pod with one container through CRI, on a runtime whose own NRI is
+/// off and whose runtime is `nri-runc`: the logger's variable is in the
+/// container's process 1, its annotation in runc's state (root
+/// `runc_root`); the logger sees the real pod (RunPodSandbox for the
+/// sandbox, the pod's name) and, after the pod's removal, RemovePodSandbox.
+fn pod_through_nri_runc(rt: &dyn CriRuntime, log: &Path, runc_root: &Path) {
+    assert!(
+        !rt.layout().nri_socket.exists(),
+        "{} opened its own NRI socket",
+        rt.describe()
+    );
+    let crictl = rt.crictl();
+    let pod = PodSpec::new("wrapped");
+    let pod_id = crictl.run_pod(&pod).unwrap();
+    let id = crictl
+        .run_container(&pod_id, &pod, &ContainerSpec::new("app"))
+        .unwrap();
+    let environ = wait_for("the logger's variable in the container", WAIT, || {
+        let environ = crictl.exec(&id, &["cat", "/proc/1/environ"]).ok()?;
+        environ.contains("NRI_LOGGER=logger-pid-").then_some(environ)
+    })
+    .unwrap();
+    assert!(environ.contains("NRI_LOGGER=logger-pid-"));
+    let state = run(Command::new("/usr/sbin/runc")
+        .arg("--root")
+        .arg(runc_root)
+        .args(["state", &id]))
+    .unwrap();
+    let state: serde_json::Value = serde_json::from_slice(&state.stdout).unwrap();
+    assert!(
+        state["annotations"]["logger.nri-rs.dev/seen"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("logger-pid-")),
+        "{state}"
+    );
+    let seen = events(log);
+    assert_eq!(seen.first().map(String::as_str), Some("RunPodSandbox"), "{seen:?}");
+    assert!(seen.contains(&"StartContainer".to_string()), "{seen:?}");
+    let text = fs::read_to_string(log).unwrap();
+    assert!(text.contains("RunPodSandbox:    name: wrapped"), "{text}");
+    assert!(text.contains("CreateContainer:    name: app"), "{text}");
+
+    crictl.call(&["rmp", "-f", &pod_id]).unwrap();
+    wait_for("the logger to see the pod's removal", WAIT, || {
+        (events(log).last().map(String::as_str) == Some("RemovePodSandbox")).then_some(())
+    })
+    .unwrap();
+}
+
+/// containerd 2.4 with its own NRI disabled and `nri-runc` as the runc
+/// shim's `BinaryName` (docs/oci-engines.md, "containerd").
+#[test]
+fn containerd_with_nri_runc_as_binary_name() {
+    if !prepare("oci-engines containerd", nri_e2e::containerd::PACKAGES) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let (_hostd, _logger, log) = hostd_with_logger(w);
+    let link = wrapper(w, "nri-runc", Path::new("/usr/sbin/runc"), &_hostd);
+    let runc_root = w.join("runc");
+    let ctrd = Containerd::start_with_config(Options::default(), |text| {
+        let runc = "BinaryName = \"/usr/sbin/runc\"";
+        let nri = "[plugins.'io.containerd.nri.v1.nri']\n  disable = false\n";
+        assert!(text.contains(runc) && text.contains(nri), "{text}");
+        text.replace(
+            runc,
+            &format!("BinaryName = {link:?}\n  Root = {runc_root:?}"),
+        )
+        .replace(nri, "[plugins.'io.containerd.nri.v1.nri']\n  disable = true\n")
+    })
+    .unwrap();
+    // The shim adds containerd's namespace to the runtime root.
+    pod_through_nri_runc(&ctrd, &log, &runc_root.join("k8s.io"));
+}
+
+/// CRI-O 1.34 with a runtime handler running `nri-runc` as its default
+/// runtime and CRI-O's own NRI off (docs/oci-engines.md, "CRI-O").
+#[test]
+fn crio_with_an_nri_runc_runtime_handler() {
+    if !prepare("oci-engines cri-o", nri_e2e::crio::PACKAGES) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let (_hostd, _logger, log) = hostd_with_logger(w);
+    let link = wrapper(w, "nri-runc", Path::new("/usr/sbin/runc"), &_hostd);
+    let runc_root = w.join("runc");
+    let crio = Crio::start_with_config(Options::default(), |text| {
+        let default = "default_runtime = \"runc\"";
+        let nri = "enable_nri = true";
+        assert!(text.contains(default) && text.contains(nri), "{text}");
+        format!(
+            "{}[crio.runtime.runtimes.nri-runc]\nruntime_path = {link:?}\n\
+             runtime_type = \"oci\"\nruntime_root = {runc_root:?}\n\
+             monitor_path = \"/usr/bin/conmon\"\n",
+            text.replace(default, "default_runtime = \"nri-runc\"")
+                .replace(nri, "enable_nri = false")
+        )
+    })
+    .unwrap();
+    pod_through_nri_runc(&crio, &log, &runc_root);
+}
+
+/// Debian's crun as the real runtime under `nri-runc`, Docker's runtime:
+/// the plugin's variable lands in the container, and crun, not runc, holds
+/// the container's state.
+#[test]
+fn crun_under_nri_runc() {
+    let mut packages = nri_e2e::docker::PACKAGES.to_vec();
+    packages.push("crun");
+    if !prepare("oci-engines crun", &packages) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let (_hostd, _logger, log) = hostd_with_logger(w);
+    let link = wrapper(w, "nri-crun", Path::new("/usr/bin/crun"), &_hostd);
+    let docker = Docker::start(DockerOptions {
+        runtimes: vec![("nri-crun".into(), link)],
+        ..Default::default()
+    })
+    .unwrap();
+    let id = docker
+        .run_detached(&[
+            "--runtime",
+            "nri-crun",
+            "--hostname",
+            "crunned",
+            Docker::BUSYBOX,
+            "sleep",
+            "1000",
+        ])
+        .unwrap();
+    let environ = docker.cat(&id, "/proc/1/environ").unwrap();
+    assert!(environ.contains("NRI_LOGGER=logger-pid-"), "{environ:?}");
+    let state = run(Command::new("/usr/bin/crun")
+        .arg("--root")
+        .arg(docker.exec_root.join("runtime-runc").join("moby"))
+        .args(["state", &id]))
+    .unwrap();
+    let state: serde_json::Value = serde_json::from_slice(&state.stdout).unwrap();
+    assert_eq!(state["status"], "running", "{state}");
+    assert!(
+        state["annotations"]["logger.nri-rs.dev/seen"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("logger-pid-")),
+        "{state}"
+    );
+    docker.ok(&["rm", "-f", &id]).unwrap();
+    wait_for("the logger to see the removal", WAIT, || {
+        (events(&log).last().map(String::as_str) == Some("RemovePodSandbox")).then_some(())
+    })
+    .unwrap();
+}
