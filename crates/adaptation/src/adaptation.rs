@@ -69,6 +69,8 @@ pub(crate) struct Paths {
     pub plugin_config_path: PathBuf,
     /// `None` when external connections are disabled.
     pub socket_path: Option<PathBuf>,
+    /// The socket's mode and group, and the peers admitted on it.
+    pub socket_access: crate::socket::SocketAccess,
     /// Whether and how plugins launched from `plugin_path` are restarted.
     pub restart: Option<crate::restart::RestartPolicy>,
 }
@@ -226,7 +228,11 @@ impl Adaptation {
         }
 
         if let Some(path) = self.inner.paths.socket_path.clone() {
-            let handle = crate::listener::listen(Arc::downgrade(&self.inner), &path)?;
+            let handle = crate::listener::listen(
+                Arc::downgrade(&self.inner),
+                &path,
+                &self.inner.paths.socket_access,
+            )?;
             let mut state = self.inner.state();
             if state.stopped {
                 handle.abort();

@@ -26,6 +26,7 @@ pub struct AdaptationBuilder {
     pub(crate) plugin_path: PathBuf,
     pub(crate) plugin_config_path: PathBuf,
     pub(crate) socket_path: PathBuf,
+    pub(crate) socket_access: crate::socket::SocketAccess,
     pub(crate) disable_external_connections: bool,
     pub(crate) registration_timeout: Duration,
     pub(crate) request_timeout: Duration,
@@ -52,6 +53,7 @@ impl AdaptationBuilder {
             plugin_path: DEFAULT_PLUGIN_PATH.into(),
             plugin_config_path: DEFAULT_PLUGIN_CONFIG_PATH.into(),
             socket_path: DEFAULT_SOCKET_PATH.into(),
+            socket_access: crate::socket::SocketAccess::default(),
             disable_external_connections: false,
             registration_timeout: DEFAULT_REGISTRATION_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -81,6 +83,41 @@ impl AdaptationBuilder {
     /// Socket for external plugins (default `/var/run/nri/nri.sock`).
     pub fn socket_path(mut self, path: impl Into<PathBuf>) -> Self {
         self.socket_path = path.into();
+        self
+    }
+
+    /// Who may reach the socket for external plugins: its mode (default
+    /// 0600, set explicitly whatever the process umask) and group, and the
+    /// uids and gids admitted (default: every peer the mode lets connect).
+    /// A peer not admitted is logged and disconnected before it can
+    /// register. The socket's directory must not be writable by anyone
+    /// else; a missing one is created with mode 0700 (0750 with a group).
+    /// See [`socket::bind`](crate::socket::bind) and
+    /// `docs/adaptation.md`. The reference leaves the mode to the umask
+    /// and admits everyone.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use nri_adaptation::socket::SocketAccess;
+    /// # use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
+    /// # use nri_api::{ContainerEviction, ContainerUpdate};
+    /// # struct Runtime;
+    /// # #[nri_adaptation::async_trait]
+    /// # impl RuntimeHooks for Runtime {
+    /// #     async fn synchronize(&self, s: &mut dyn Synchronizer) -> Result<(), BoxError> {
+    /// #         s.synchronize(&[], &[]).await?; Ok(())
+    /// #     }
+    /// #     async fn update_containers(&self, _: &str, u: Vec<ContainerUpdate>,
+    /// #         _: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> { Ok(u) }
+    /// # }
+    /// // Members of group 2000 may connect; only root and uid 1000 may register.
+    /// let nri = Adaptation::builder("demo-runtime", "1.0", Arc::new(Runtime))
+    ///     .socket_access(SocketAccess::default().mode(0o660).group(2000).allow_uids([0, 1000]))
+    ///     .build();
+    /// # drop(nri);
+    /// ```
+    pub fn socket_access(mut self, access: crate::socket::SocketAccess) -> Self {
+        self.socket_access = access;
         self
     }
 
@@ -366,6 +403,7 @@ impl AdaptationBuilder {
                 plugin_path: self.plugin_path,
                 plugin_config_path: self.plugin_config_path,
                 socket_path: (!self.disable_external_connections).then_some(self.socket_path),
+                socket_access: self.socket_access,
                 restart: self.restart,
             },
             builtin,

@@ -79,6 +79,7 @@ mod policy;
 mod replace;
 mod restart;
 mod runtime;
+pub mod socket;
 mod trace;
 mod validate;
 

@@ -2,7 +2,6 @@
 //! start sequence (register, configure, synchronize). Launched plugins
 //! start in `launch`.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::sync::{Arc, Weak};
 
@@ -14,26 +13,25 @@ use crate::adaptation_error::Error;
 use crate::plugin::remote::Remote;
 use crate::plugin::{Backend, Plugin, PluginKind};
 use crate::runtime::Synchronizer;
+use crate::socket::{PeerCredentials, SocketAccess};
 
-/// Creates the socket (removing a stale one, creating a missing parent
-/// directory with mode 0700) and spawns the accept loop.
-pub(crate) fn listen(inner: Weak<Inner>, path: &Path) -> Result<JoinHandle<()>, Error> {
+/// Creates the socket with the access's mode and group (replacing a stale
+/// one, creating a missing directory; see [`crate::socket::bind`]) and
+/// spawns the accept loop.
+pub(crate) fn listen(
+    inner: Weak<Inner>,
+    path: &Path,
+    access: &SocketAccess,
+) -> Result<JoinHandle<()>, Error> {
     let fail = |source| Error::Socket {
         path: path.to_path_buf(),
         source,
     };
-    let _ = std::fs::remove_file(path);
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.exists() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(fail)?;
-        }
-    }
-    let listener = UnixListener::bind(path).map_err(fail)?;
-    tracing::info!(socket = %path.display(), "accepting external NRI plugins");
+    let listener = crate::socket::bind(path, access).map_err(|e| fail(e.into()))?;
+    let listener = UnixListener::from_std(listener).map_err(fail)?;
+    tracing::info!(socket = %path.display(), mode = format!("{:04o}", access.mode),
+        group = access.group, allowed_uids = ?access.allowed_uids,
+        allowed_gids = ?access.allowed_gids, "accepting external NRI plugins");
     Ok(tokio::spawn(accept_loop(inner, listener)))
 }
 
@@ -49,7 +47,17 @@ async fn accept_loop(inner: Weak<Inner>, listener: UnixListener) {
             }
         };
         let Some(inner) = inner.upgrade() else { return };
-        if let Err(e) = start_external(&inner, stream).await {
+        // Checked before a byte is read: a refused peer never reaches
+        // plugin code.
+        let peer = match inner.paths.socket_access.admit_stream(&stream) {
+            Ok(peer) => peer,
+            Err(refused) => {
+                tracing::warn!(peer = %refused.peer_text(), reason = %refused.reason,
+                    "refused external plugin connection");
+                continue;
+            }
+        };
+        if let Err(e) = start_external(&inner, stream, peer).await {
             tracing::error!(error = %e, "failed to start external plugin");
         }
     }
@@ -58,7 +66,11 @@ async fn accept_loop(inner: Weak<Inner>, listener: UnixListener) {
 /// Registration, Configure and Synchronize of one external plugin. Only the
 /// synchronization holds a lock (the plugin-sync lock, exclusively); the
 /// lifecycle lock is never taken, so lifecycle calls go on meanwhile.
-async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Error> {
+async fn start_external(
+    inner: &Arc<Inner>,
+    stream: UnixStream,
+    peer: Option<PeerCredentials>,
+) -> Result<(), Error> {
     let settings = &inner.settings;
     let pending = Remote::connect(stream, None, None, settings)?;
     let (remote, idx, base) = pending.register(settings.registration_timeout).await?;
@@ -70,7 +82,12 @@ async fn start_external(inner: &Arc<Inner>, stream: UnixStream) -> Result<(), Er
         Backend::Remote(remote),
         settings.clone(),
     ));
-    tracing::info!(plugin = %plugin.name, pid, "external plugin registered");
+    match &peer {
+        Some(p) => tracing::info!(plugin = %plugin.name, pid = p.pid, uid = p.uid, gid = p.gid,
+            exe = %p.exe.as_deref().map_or_else(|| "unknown".into(), |e| e.display().to_string()),
+            "external plugin registered"),
+        None => tracing::info!(plugin = %plugin.name, pid, "external plugin registered"),
+    }
     settings.metrics.record_plugin_registration(&plugin.name);
     if let Err(e) = plugin.configure(String::new()).await {
         tracing::warn!(plugin = %plugin.name, error = %e, "failed to configure plugin");

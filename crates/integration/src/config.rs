@@ -66,6 +66,27 @@ pub struct Config {
     pub socket_path: PathBuf,
     /// Do not accept external plugins; only launched and builtin plugins run.
     pub disable_connections: bool,
+    /// Permission bits of the socket (`socket_mode`, default `"0600"`),
+    /// set whatever the runtime's umask; octal digits in a string, or a
+    /// TOML octal integer (`0o660`). An nri-rs option: the reference leaves
+    /// the mode to the umask.
+    #[serde(with = "crate::socket::mode")]
+    pub socket_mode: u32,
+    /// Group (numeric gid) of the socket, and of its directory if NRI
+    /// creates it (`socket_gid`, as containerd's `[grpc] gid`); `None`: the
+    /// runtime's group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_gid: Option<u32>,
+    /// Only peers with one of these uids (or with one of
+    /// [`socket_allowed_gids`](Self::socket_allowed_gids)) may register
+    /// on the socket (`socket_allowed_uids`); others are disconnected with
+    /// a logged reason. Empty (the default): every peer the mode lets in.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub socket_allowed_uids: Vec<u32>,
+    /// Peers whose (effective) gid is one of these may register
+    /// (`socket_allowed_gids`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub socket_allowed_gids: Vec<u32>,
     /// How long a connecting plugin may take to register (default 5 s).
     #[serde(with = "crate::duration::go")]
     pub registration_timeout: Duration,
@@ -97,6 +118,10 @@ impl Default for Config {
             plugin_config_path: DEFAULT_PLUGIN_CONFIG_PATH.into(),
             socket_path: DEFAULT_SOCKET_PATH.into(),
             disable_connections: false,
+            socket_mode: nri_adaptation::socket::DEFAULT_SOCKET_MODE,
+            socket_gid: None,
+            socket_allowed_uids: Vec::new(),
+            socket_allowed_gids: Vec::new(),
             registration_timeout: DEFAULT_REGISTRATION_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             busy_poll: None,
@@ -114,9 +139,33 @@ impl Config {
         }
     }
 
+    /// Who may reach the socket, as [`socket_mode`](Self::socket_mode),
+    /// [`socket_gid`](Self::socket_gid) and the allowed uids and gids say.
+    ///
+    /// ```
+    /// let cfg: nri_integration::Config = toml::from_str(r#"
+    ///     socket_mode = "0660"
+    ///     socket_gid = 2000
+    ///     socket_allowed_uids = [0]
+    ///     socket_allowed_gids = [2000]
+    /// "#).unwrap();
+    /// let access = cfg.socket_access();
+    /// assert_eq!((access.mode, access.group), (0o660, Some(2000)));
+    /// assert_eq!((access.allowed_uids, access.allowed_gids), (vec![0], vec![2000]));
+    /// ```
+    pub fn socket_access(&self) -> crate::socket::SocketAccess {
+        crate::socket::SocketAccess {
+            mode: self.socket_mode,
+            group: self.socket_gid,
+            allowed_uids: self.socket_allowed_uids.clone(),
+            allowed_gids: self.socket_allowed_gids.clone(),
+        }
+    }
+
     /// Checks what can be checked before NRI starts, without changing
-    /// anything on disk: the socket path fits a socket address (unless
-    /// external connections are disabled), and the plugin directories are
+    /// anything on disk: the socket path fits a socket address and its mode
+    /// is permission bits only (unless external connections are disabled),
+    /// and the plugin directories are
     /// directories that can be read if they exist (missing ones are fine:
     /// there is nothing to launch).
     ///
@@ -135,6 +184,9 @@ impl Config {
             if self.socket_path.is_dir() {
                 return Err(ConfigError::SocketPathIsDirectory(self.socket_path.clone()));
             }
+            self.socket_access()
+                .check()
+                .map_err(ConfigError::SocketAccess)?;
         }
         check_dir(&self.plugin_path)?;
         check_dir(&self.plugin_config_path)?;
@@ -170,6 +222,19 @@ struct RawConfig {
     socket_path: Option<PathBuf>,
     #[serde(default, alias = "disableConnections", alias = "disable-connections")]
     disable_connections: Option<bool>,
+    #[serde(
+        default,
+        alias = "socketMode",
+        alias = "socket-mode",
+        deserialize_with = "crate::socket::mode::deserialize_opt"
+    )]
+    socket_mode: Option<u32>,
+    #[serde(default, alias = "socketGid", alias = "socket-gid")]
+    socket_gid: Option<u32>,
+    #[serde(default, alias = "socketAllowedUids", alias = "socket-allowed-uids")]
+    socket_allowed_uids: Option<Vec<u32>>,
+    #[serde(default, alias = "socketAllowedGids", alias = "socket-allowed-gids")]
+    socket_allowed_gids: Option<Vec<u32>>,
     #[serde(
         default,
         alias = "plugin_registration_timeout",
@@ -218,6 +283,10 @@ impl TryFrom<RawConfig> for Config {
             plugin_config_path: path(raw.plugin_config_path, d.plugin_config_path),
             socket_path: path(raw.socket_path, d.socket_path),
             disable_connections: raw.disable_connections.unwrap_or(false),
+            socket_mode: raw.socket_mode.unwrap_or(d.socket_mode),
+            socket_gid: raw.socket_gid,
+            socket_allowed_uids: raw.socket_allowed_uids.unwrap_or_default(),
+            socket_allowed_gids: raw.socket_allowed_gids.unwrap_or_default(),
             registration_timeout: timeout(raw.registration_timeout, d.registration_timeout),
             request_timeout: timeout(raw.request_timeout, d.request_timeout),
             busy_poll: raw.busy_poll,
@@ -337,11 +406,66 @@ mod tests {
     }
 
     #[test]
+    fn socket_access_words() {
+        let d = Config::default();
+        assert_eq!(d.socket_mode, 0o600);
+        assert_eq!(d.socket_access(), crate::socket::SocketAccess::default());
+        let cfg: Config = toml::from_str(
+            "socket_mode = \"0660\"\nsocket_gid = 7\nsocket_allowed_uids = [0, 1000]\nsocket_allowed_gids = [7]",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.socket_access(),
+            crate::socket::SocketAccess::default()
+                .mode(0o660)
+                .group(7)
+                .allow_uids([0, 1000])
+                .allow_gids([7])
+        );
+        let cfg: Config = toml::from_str("socket_mode = 0o640").unwrap();
+        assert_eq!(cfg.socket_mode, 0o640);
+        let cfg: Config = serde_json::from_str(
+            r#"{"socketMode": "0o660", "socketGid": 7, "socketAllowedUids": [0],
+                "socketAllowedGids": [7]}"#,
+        )
+        .unwrap();
+        assert_eq!((cfg.socket_mode, cfg.socket_gid), (0o660, Some(7)));
+        let moby: Config =
+            serde_json::from_str(r#"{"socket-mode": "600", "socket-allowed-uids": [5]}"#).unwrap();
+        assert_eq!(
+            (moby.socket_mode, moby.socket_allowed_uids),
+            (0o600, vec![5])
+        );
+        for (bad, words) in [
+            ("socket_mode = \"0888\"", "octal digits"),
+            ("socket_mode = \"4755\"", "only permission bits"),
+            // A decimal 660 is 0o1224: not a mode.
+            ("socket_mode = 660", "only permission bits"),
+            ("socket_mode = -1", "negative"),
+            ("socket_allowed_uids = [-1]", "socket_allowed_uids"),
+        ] {
+            let err = toml::from_str::<Config>(bad).unwrap_err().to_string();
+            assert!(err.contains(words), "{bad}: {err}");
+        }
+        let err = Config {
+            socket_mode: 0o2660,
+            ..Config::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::SocketAccess(_)), "{err}");
+        assert!(err.to_string().contains("0o2660"), "{err}");
+    }
+
+    #[test]
     fn serializes_and_reads_back() {
         let cfg = Config {
             enable: false,
             request_timeout: Duration::from_millis(1500),
             busy_poll: Some(Duration::from_micros(100)),
+            socket_mode: 0o640,
+            socket_gid: Some(5),
+            socket_allowed_uids: vec![0],
             default_validator: Some(DefaultValidatorConfig {
                 enable: true,
                 ..Default::default()
@@ -350,6 +474,7 @@ mod tests {
         };
         let json = serde_json::to_string(&cfg).unwrap();
         assert!(json.contains(r#""request_timeout":"1.5s""#), "{json}");
+        assert!(json.contains(r#""socket_mode":"0640""#), "{json}");
         assert_eq!(serde_json::from_str::<Config>(&json).unwrap(), cfg);
         let text = toml::to_string(&cfg).unwrap();
         assert_eq!(toml::from_str::<Config>(&text).unwrap(), cfg);

@@ -19,6 +19,9 @@ pub enum ConfigError {
     /// The socket path names a directory.
     #[error("NRI socket path {} is a directory", .0.display())]
     SocketPathIsDirectory(PathBuf),
+    /// The socket's mode cannot be used.
+    #[error("NRI socket: {0}")]
+    SocketAccess(#[source] nri_adaptation::socket::SocketError),
     /// A plugin or plugin configuration directory exists but cannot be read
     /// as a directory.
     #[error("NRI plugin directory {} cannot be read: {source}", .path.display())]

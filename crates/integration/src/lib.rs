@@ -96,6 +96,7 @@ mod hooks;
 mod lifecycle;
 mod nri;
 mod outcome;
+pub mod socket;
 mod state;
 mod trace;
 

@@ -258,6 +258,7 @@ impl Core {
             .plugin_path(&cfg.plugin_path)
             .plugin_config_path(&cfg.plugin_config_path)
             .socket_path(&cfg.socket_path)
+            .socket_access(cfg.socket_access())
             .builtin_plugins(id.builtin.iter().cloned());
         if !cfg.registration_timeout.is_zero() {
             b = b.registration_timeout(cfg.registration_timeout);
