@@ -30,10 +30,13 @@ pub struct PluginInfo {
     pub annotations: &'static [(&'static str, &'static str)],
 }
 
-/// The flags of every sample plugin, with the Go samples' spellings:
-/// `-name`, `-idx`, `-socket-path` (also `-socket`), `-verbose`, and
-/// `-no-reconnect` (also `-reconnect=false`). Flatten it into a plugin's own
-/// clap arguments with `#[command(flatten)]`.
+/// The usual flags of an NRI plugin, with the Go samples' spellings:
+/// `-name`, `-idx`, `-socket-path` (also `-socket`), `-verbose`,
+/// `-log-level`, `-config` (the configuration of a plugin started on its
+/// own, see [`plugin_config`](Self::plugin_config)) and `-no-reconnect`
+/// (also `-reconnect=false`). Flatten it into a plugin's own clap arguments
+/// with `#[command(flatten)]`, or use [`PluginArgs`] for a plugin with no
+/// flags of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
 pub struct CommonArgs {
     /// Plugin name to register to NRI; a runtime that launched the plugin names it
@@ -52,6 +55,15 @@ pub struct CommonArgs {
           default_value = "false", value_name = "BOOL",
           value_parser = nri_api::goparse::parse_bool)]
     pub verbose: bool,
+    /// Log level: error, warn, info, debug, trace or off (RUST_LOG, when set,
+    /// wins); default info, or debug with -verbose
+    #[arg(long = "log-level", value_name = "LEVEL", value_parser = parse_log_level)]
+    pub log_level: Option<String>,
+    /// Configuration file for the plugin when it is started on its own (an
+    /// external plugin); a runtime that launched the plugin hands it its
+    /// configuration, which wins
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Exit when the connection to the runtime is lost, as the Go sample plugins
     /// do, instead of connecting again
     #[arg(long = "no-reconnect", num_args = 0..=1, require_equals = true,
@@ -79,6 +91,8 @@ impl Default for CommonArgs {
             idx: None,
             socket_path: PathBuf::from(DEFAULT_SOCKET_PATH),
             verbose: false,
+            log_level: None,
+            config: None,
             no_reconnect: false,
             reconnect: true,
             #[cfg(feature = "otel")]
@@ -97,6 +111,38 @@ impl CommonArgs {
     /// ```
     pub fn reconnects(&self) -> bool {
         self.reconnect && !self.no_reconnect
+    }
+
+    /// The plugin's configuration text, for its `configure` handler: what the
+    /// runtime sent (`ConfigureInfo::config`, for a plugin the runtime
+    /// launched with a `conf.d` file), else the `-config` file's contents,
+    /// else empty. A `-config` file that cannot be read is an error naming it.
+    ///
+    /// ```
+    /// use nri_plugin_util::{try_parse_flags, PluginArgs, PluginInfo};
+    ///
+    /// const INFO: PluginInfo = PluginInfo {
+    ///     program: "nri-mine", about: "Does my things", name: "mine", index: "10",
+    ///     annotations: &[],
+    /// };
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = dir.path().join("mine.yaml");
+    /// std::fs::write(&file, "level: 3\n").unwrap();
+    /// let args: PluginArgs = try_parse_flags(&INFO, &["-config", file.to_str().unwrap()]).unwrap();
+    /// assert_eq!(args.common.plugin_config("").unwrap(), "level: 3\n");
+    /// assert_eq!(args.common.plugin_config("from the runtime").unwrap(), "from the runtime");
+    /// ```
+    pub fn plugin_config(&self, from_runtime: &str) -> Result<String, ConfigFileError> {
+        if !from_runtime.is_empty() {
+            return Ok(from_runtime.to_owned());
+        }
+        match &self.config {
+            None => Ok(String::new()),
+            Some(path) => std::fs::read_to_string(path).map_err(|source| ConfigFileError {
+                path: path.clone(),
+                source,
+            }),
+        }
     }
 
     /// Gives the stub the plugin's name, index and socket path: the flags
@@ -202,11 +248,40 @@ impl CommonArgs {
                 tracing::info!(plugin = %stub.name(), "runtime asked the plugin to shut down");
                 ExitCode::SUCCESS
             }
+            Err(err @ nri_stub::Error::Connect { .. }) => {
+                tracing::error!(
+                    plugin = %stub.name(),
+                    "plugin exited with error: {err} (another socket: -socket-path PATH)"
+                );
+                ExitCode::FAILURE
+            }
             Err(err) => {
                 tracing::error!(plugin = %stub.name(), "plugin exited with error: {err}");
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+/// A `-config` file that cannot be read ([`CommonArgs::plugin_config`]).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the plugin configuration file {} (-config): {source}", path.display())]
+pub struct ConfigFileError {
+    /// The file given with `-config`.
+    pub path: PathBuf,
+    /// Why it cannot be read.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// `-log-level`: one of tracing's level names (or `off`), any case.
+fn parse_log_level(text: &str) -> Result<String, String> {
+    let level = text.to_ascii_lowercase();
+    match level.as_str() {
+        "error" | "warn" | "info" | "debug" | "trace" | "off" => Ok(level),
+        _ => Err(format!(
+            "unknown log level {text:?}: one of error, warn, info, debug, trace, off"
+        )),
     }
 }
 

@@ -59,7 +59,8 @@ mod runtime;
 
 pub use args::{go_args, ShortFlags};
 pub use common::{
-    help_text, parse_args, try_parse_args_from, try_parse_flags, CommonArgs, PluginArgs, PluginInfo,
+    help_text, parse_args, try_parse_args_from, try_parse_flags, CommonArgs, ConfigFileError,
+    PluginArgs, PluginInfo,
 };
 pub use go_yaml::{go_integral, load as go_yaml_load, resolve_plain, GoYamlError};
 pub use identity::{is_indexed_program, plugin_index, plugin_name};

@@ -22,6 +22,25 @@ pub fn log_filter(verbose: bool) -> EnvFilter {
     )
 }
 
+/// The log filter of the common flags: `RUST_LOG` if set and valid, else
+/// `-log-level`, else as [`log_filter`] with `-verbose`.
+fn common_filter(common: &CommonArgs) -> EnvFilter {
+    common_filter_from(
+        std::env::var(EnvFilter::DEFAULT_ENV).ok().as_deref(),
+        common,
+    )
+}
+
+fn common_filter_from(rust_log: Option<&str>, common: &CommonArgs) -> EnvFilter {
+    if let Some(filter) = rust_log.and_then(|d| EnvFilter::try_new(d).ok()) {
+        return filter;
+    }
+    match &common.log_level {
+        Some(level) => EnvFilter::new(level),
+        None => filter_from(None, common.verbose),
+    }
+}
+
 /// Whether to colour logs written to standard error: only when it is a
 /// terminal and `NO_COLOR` is unset or empty, so files and pipes get plain text.
 ///
@@ -104,7 +123,7 @@ pub fn init_tracing(common: &CommonArgs, info: &PluginInfo) -> Tracing {
     let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(use_colour())
         .with_writer(std::io::stderr)
-        .with_filter(log_filter(common.verbose));
+        .with_filter(common_filter(common));
     #[cfg(feature = "otel")]
     {
         let (otel, export) = match common
@@ -152,6 +171,21 @@ mod tests {
 
     fn level(rust_log: Option<&str>, verbose: bool) -> Option<LevelFilter> {
         filter_from(rust_log, verbose).max_level_hint()
+    }
+
+    #[test]
+    fn log_level_flag_sets_the_level_and_rust_log_wins() {
+        let mut common = CommonArgs {
+            log_level: Some("warn".into()),
+            verbose: true,
+            ..CommonArgs::default()
+        };
+        let hint = |rust_log, c: &CommonArgs| common_filter_from(rust_log, c).max_level_hint();
+        assert_eq!(hint(None, &common), Some(LevelFilter::WARN));
+        assert_eq!(hint(Some("[[bad"), &common), Some(LevelFilter::WARN));
+        assert_eq!(hint(Some("trace"), &common), Some(LevelFilter::TRACE));
+        common.log_level = None;
+        assert_eq!(hint(None, &common), Some(LevelFilter::DEBUG));
     }
 
     #[test]

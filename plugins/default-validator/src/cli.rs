@@ -26,12 +26,11 @@ pub const INFO: PluginInfo = PluginInfo {
 /// Flags of the validator plugin.
 #[derive(Debug, Clone, Default, Parser)]
 pub struct Args {
-    /// The flags every sample plugin takes.
+    /// The flags every sample plugin takes, `-config` among them: the
+    /// configuration file (YAML); a configuration sent by the runtime
+    /// replaces it.
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Configuration file (YAML); a configuration sent by the runtime replaces it.
-    #[arg(long)]
-    pub config: Option<String>,
 }
 
 #[cfg(test)]
@@ -43,7 +42,7 @@ mod tests {
     #[test]
     fn config_flag() {
         let a = try_parse_flags::<Args>(&INFO, &["-config", "/c", "-name", "v"]).unwrap();
-        assert_eq!(a.config.as_deref(), Some("/c"));
+        assert_eq!(a.common.config.as_deref(), Some(std::path::Path::new("/c")));
         assert_eq!(a.common.name.as_deref(), Some("v"));
     }
 }

@@ -5,7 +5,6 @@
 //! forbids: OCI hook injection, seccomp policy changes, namespace and sysctl changes,
 //! missing required plugins.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use nri_stub::Stub;
@@ -19,9 +18,9 @@ async fn main() -> ExitCode {
     let args = nri_plugin_util::parse_args::<Args>(&INFO);
     let _tracing = nri_plugin_util::init_tracing(&args.common, &INFO);
 
-    let settings = match args.config.as_deref() {
+    let settings = match args.common.config.as_deref() {
         None => ValidatorSettings::default(),
-        Some(path) => match ValidatorSettings::from_file(Path::new(path)) {
+        Some(path) => match ValidatorSettings::from_file(path) {
             Ok(s) => s,
             Err(err) => {
                 tracing::error!("{err}");

@@ -8,8 +8,7 @@ use serde::Deserialize;
 
 /// Where the configuration is read from by default.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/nri/nri-hostd.toml";
-/// The control socket `nri-runc` talks to by default.
-pub const DEFAULT_CONTROL_SOCKET: &str = "/var/run/nri/nri-hostd.sock";
+pub use crate::protocol::DEFAULT_CONTROL_SOCKET;
 /// The state file by default.
 pub const DEFAULT_STATE_FILE: &str = "/var/run/nri/nri-hostd.state.json";
 

@@ -236,6 +236,40 @@ pub struct Hostd {
     /// Serializes lifecycle events (in the order their requests arrived:
     /// tokio's mutex is fair).
     ops: Arc<tokio::sync::Mutex<()>>,
+    /// The directory of pre-installed plugins (`[nri] plugin_path`).
+    plugin_path: std::path::PathBuf,
+}
+
+/// Whether `path` starts as a WebAssembly module (magic and version 1).
+fn is_wasm_module(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head == *b"\0asm\x01\0\0\0"
+}
+
+/// The full names (`NN-name`) of the pre-installed plugins of `dir`:
+/// executable files (or WebAssembly modules) named `NN-name`, sorted. A
+/// missing or unreadable directory has none.
+pub fn preinstalled_plugins(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.metadata().is_ok_and(|m| {
+                m.is_file() && (m.permissions().mode() & 0o111 != 0 || is_wasm_module(&e.path()))
+            })
+        })
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| nri_api::plugin::parse_plugin_name(n).is_ok())
+        .collect();
+    names.sort();
+    names
 }
 
 /// The turn of one request's lifecycle events (see [`Hostd::turn`]).
@@ -275,6 +309,7 @@ impl Hostd {
             "" => None,
             a => Some(nri_integration::metrics::http::parse_addr(a)?),
         };
+        let plugin_path = config.nri.plugin_path.clone();
         let mut builder =
             Nri::builder(config.nri).runtime(config.hostd.runtime_name, env!("CARGO_PKG_VERSION"));
         let metrics = metrics_addr.map(|a| (a, NriMetrics::new()));
@@ -291,13 +326,50 @@ impl Hostd {
         nri.register_domain(domain.clone())?;
         nri.start().await?;
         let saver = tokio::spawn(domain.clone().saver());
-        Ok(Hostd {
+        let hostd = Hostd {
             nri,
             domain,
             saver,
             metrics,
             ops: Arc::new(tokio::sync::Mutex::new(())),
-        })
+            plugin_path,
+        };
+        hostd.log_plugins();
+        Ok(hostd)
+    }
+
+    /// The plugins that run and the pre-installed ones that do not
+    /// ([`Response::Plugins`]).
+    pub fn plugins(&self) -> (Vec<String>, Vec<String>) {
+        let running: Vec<String> = self
+            .nri
+            .plugins()
+            .iter()
+            .map(|p| nri_api::plugin::qualified_name(&p.index, &p.name))
+            .collect();
+        let not_running = preinstalled_plugins(&self.plugin_path)
+            .into_iter()
+            .filter(|n| !running.contains(n))
+            .collect();
+        (running, not_running)
+    }
+
+    /// At start: the running plugins at info, and an error for each
+    /// pre-installed plugin that does not run (the adaptation's warning
+    /// before it says why): containers are created without it.
+    fn log_plugins(&self) {
+        let (running, not_running) = self.plugins();
+        tracing::info!(plugins = %running.join(", "), "NRI plugins running");
+        for name in not_running {
+            tracing::error!(
+                plugin = %name,
+                dir = %self.plugin_path.display(),
+                "pre-installed NRI plugin is not running (it failed to start, register or \
+                 configure: see the warning before); containers are created without it. \
+                 `nri-hostd status` lists the plugins; a container annotated \
+                 required-plugins.noderesource.dev is refused while a plugin it names is missing"
+            );
+        }
     }
 
     /// The NRI integration.
@@ -342,6 +414,14 @@ impl Hostd {
     pub(crate) async fn handle_in_turn(self: &Arc<Self>, req: Request, turn: Turn) -> Response {
         match req {
             Request::Ping => Response::Ok,
+            Request::Plugins => {
+                drop(turn);
+                let (running, not_running) = self.plugins();
+                Response::Plugins {
+                    running,
+                    not_running,
+                }
+            }
             Request::Create {
                 id,
                 bundle,
@@ -499,8 +579,11 @@ impl Hostd {
             st.containers
                 .insert(id.clone(), record(ctr, spec.clone(), false))
         });
+        let adjusted = spec != original;
+        tracing::info!(container = %id, pod = %pod.name, name = %place.name, adjusted,
+            "container created through NRI");
         Response::Spec {
-            spec: (spec != original).then_some(spec),
+            spec: adjusted.then_some(spec),
         }
     }
 

@@ -15,6 +15,10 @@
 //! with the real runtime's `list`, so plugins synchronize with what really
 //! runs ([`daemon::reconcile`]).
 //!
+//! Without the default feature `daemon`, the crate is the control protocol
+//! and the state file alone ([`protocol`], [`state`]), with neither
+//! nri-integration nor the adaptation: what the `nri-runc` wrapper builds.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use nri_hostd::{Hostd, HostdConfig};
@@ -29,13 +33,20 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "daemon")]
 pub mod config;
+#[cfg(feature = "daemon")]
 pub mod daemon;
 pub mod protocol;
+#[cfg(feature = "daemon")]
 pub mod runtime;
+#[cfg(feature = "daemon")]
 pub mod server;
+#[cfg(feature = "daemon")]
 pub mod spec;
 pub mod state;
 
+#[cfg(feature = "daemon")]
 pub use config::HostdConfig;
+#[cfg(feature = "daemon")]
 pub use daemon::Hostd;

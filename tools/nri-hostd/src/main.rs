@@ -2,6 +2,10 @@
 //!
 //! Exit status: 0 after SIGTERM/SIGINT, 1 when it cannot start, 2 for bad
 //! usage. Log filter: `NRI_HOSTD_LOG` (default `info`).
+//!
+//! `nri-hostd status [--config FILE]` asks the running daemon which plugins
+//! run and which pre-installed ones do not (exit status 1 when one does not,
+//! or the daemon cannot be reached).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,13 +18,24 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-const USAGE: &str = "usage: nri-hostd [--config FILE]   (default /etc/nri/nri-hostd.toml)";
+const USAGE: &str =
+    "usage: nri-hostd [status] [--config FILE]   (default /etc/nri/nri-hostd.toml)\n\
+     status: the plugins the running daemon runs, and the pre-installed ones it does not";
 
-fn parse_args() -> Result<PathBuf, String> {
+/// Run the daemon, or ask the running one for its plugins (`status`).
+#[derive(Debug, PartialEq, Eq)]
+enum Mode {
+    Daemon,
+    Status,
+}
+
+fn parse_args() -> Result<(Mode, PathBuf), String> {
     let mut config = PathBuf::from(DEFAULT_CONFIG_PATH);
+    let mut mode = Mode::Daemon;
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
         match arg.to_str() {
+            Some("status") if mode == Mode::Daemon => mode = Mode::Status,
             Some("--config" | "-c") => {
                 config = args.next().ok_or("--config needs a file")?.into();
             }
@@ -36,7 +51,52 @@ fn parse_args() -> Result<PathBuf, String> {
             _ => return Err(format!("unknown argument {}", arg.to_string_lossy())),
         }
     }
-    Ok(config)
+    Ok((mode, config))
+}
+
+/// `nri-hostd status`: prints the running plugins and the pre-installed
+/// ones that are not running.
+fn status(config: &HostdConfig) -> ExitCode {
+    use nri_hostd::protocol::{call, Request, Response};
+    let socket = &config.hostd.control_socket;
+    match call(
+        socket,
+        &Request::Plugins,
+        std::time::Duration::from_secs(10),
+    ) {
+        Ok(Response::Plugins {
+            running,
+            not_running,
+        }) => {
+            println!("running: {}", list(&running));
+            if not_running.is_empty() {
+                return ExitCode::SUCCESS;
+            }
+            println!(
+                "not running: {} (pre-installed in {}; they failed to start, register or \
+                 configure, see nri-hostd's log; containers are created without them)",
+                list(&not_running),
+                config.nri.plugin_path.display()
+            );
+            ExitCode::from(1)
+        }
+        Ok(other) => {
+            eprintln!("nri-hostd: unexpected answer from the daemon: {other:?}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("nri-hostd: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "(none)".into()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// Logs to standard error; with `otlp_endpoint`, also exports the NRI
@@ -77,7 +137,7 @@ type Export = ();
 // (the state file) runs on tokio's blocking threads.
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let path = match parse_args() {
+    let (mode, path) = match parse_args() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("nri-hostd: {e}\n{USAGE}");
@@ -91,6 +151,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if mode == Mode::Status {
+        return status(&config);
+    }
     let export = match init_tracing(&config) {
         Ok(e) => e,
         Err(e) => {

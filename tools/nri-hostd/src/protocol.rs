@@ -30,6 +30,9 @@ use serde_json::Value;
 /// Largest frame accepted in either direction (16 MiB).
 pub const MAX_FRAME: usize = 16 << 20;
 
+/// The control socket `nri-runc` talks to by default.
+pub const DEFAULT_CONTROL_SOCKET: &str = "/var/run/nri/nri-hostd.sock";
+
 /// The real runtime a container was created with, as the engine called it:
 /// what `nri-hostd` needs to run `update`, `kill` or `list` on its own.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -48,6 +51,9 @@ pub struct RuntimeRef {
 pub enum Request {
     /// Is the daemon there?
     Ping,
+    /// Which plugins run: answered with [`Response::Plugins`]
+    /// (`nri-hostd status`).
+    Plugins,
     /// `create`: the bundle's spec as read from `config.json`. The daemon
     /// runs RunPodSandbox (first container of a pod) and CreateContainer,
     /// and answers [`Response::Spec`] with the adjusted spec.
@@ -148,6 +154,16 @@ impl Request {
 pub enum Response {
     /// Done; nothing to change.
     Ok,
+    /// [`Request::Plugins`]: the plugins that run, and the pre-installed
+    /// ones (programs of the plugin directory) that do not: they failed to
+    /// start, register or configure, or exited, and containers are created
+    /// without them.
+    Plugins {
+        /// Full names (`NN-name`) of the running plugins, in invocation order.
+        running: Vec<String>,
+        /// Full names of pre-installed plugins that are not running.
+        not_running: Vec<String>,
+    },
     /// [`Request::Create`]: the spec to write, `None` when unchanged.
     Spec {
         /// The adjusted spec.
@@ -176,7 +192,29 @@ pub enum Response {
 pub enum ProtocolError {
     /// The daemon's socket cannot be reached (missing, refused): the
     /// daemon is down.
-    #[error("cannot connect to nri-hostd at {path}: {source}")]
+    ///
+    /// The text says why in words of its own, never the system's
+    /// `No such file or directory` or `Permission denied`: engines read
+    /// those in an OCI runtime's error output as the runtime binary itself
+    /// missing or not executable (podman exits 127, "OCI runtime attempted
+    /// to invoke a command that was not found").
+    ///
+    /// ```
+    /// use nri_hostd::protocol::{call, Request};
+    /// use std::time::Duration;
+    ///
+    /// let err = call("/nonexistent/nri-hostd.sock".as_ref(), &Request::Ping, Duration::from_secs(1))
+    ///     .unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "cannot connect to nri-hostd at /nonexistent/nri-hostd.sock: \
+    ///      the socket is missing (is nri-hostd running?)"
+    /// );
+    /// ```
+    #[error(
+        "cannot connect to nri-hostd at {path}: {}",
+        unreachable_reason(source)
+    )]
     Unreachable {
         /// The socket.
         path: String,
@@ -193,6 +231,34 @@ pub enum ProtocolError {
     /// A frame was not a valid message.
     #[error("malformed message from nri-hostd peer: {0}")]
     Malformed(#[from] serde_json::Error),
+}
+
+/// Why the daemon's socket could not be connected to, in words that do not
+/// match what engines take for a missing or non-executable runtime.
+fn unreachable_reason(e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => "the socket is missing (is nri-hostd running?)".into(),
+        ErrorKind::ConnectionRefused => {
+            "connection refused: nothing listens on the socket (is nri-hostd running?)".into()
+        }
+        ErrorKind::PermissionDenied => {
+            "access to the socket refused (check its owner and mode; nri-runc runs as the engine's user)"
+                .into()
+        }
+        _ => {
+            let text = e.to_string();
+            let lower = text.to_ascii_lowercase();
+            if ["no such file", "not found", "permission denied", "operation not permitted"]
+                .iter()
+                .any(|w| lower.contains(w))
+            {
+                format!("system error {}", e.raw_os_error().unwrap_or(-1))
+            } else {
+                text
+            }
+        }
+    }
 }
 
 impl ProtocolError {
@@ -317,6 +383,62 @@ pub fn notify(socket: &Path, request: &Request, timeout: Duration) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// podman reads these words in a runtime's error output as the runtime
+    /// binary missing (exit 127) or not executable (exit 126).
+    const ENGINE_TRIGGERS: [&str; 4] = [
+        "no such file or directory",
+        "executable file not found",
+        "permission denied",
+        "operation not permitted",
+    ];
+
+    #[test]
+    fn unreachable_daemon_is_not_worded_as_a_missing_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("control.sock");
+        let err = call(&missing, &Request::Ping, Duration::from_secs(1)).unwrap_err();
+        assert!(err.is_unreachable());
+        let text = err.to_string();
+        assert!(
+            text.ends_with("the socket is missing (is nri-hostd running?)"),
+            "{text}"
+        );
+        // A socket file nobody listens on: refused.
+        let listener = std::os::unix::net::UnixListener::bind(&missing).unwrap();
+        drop(listener);
+        let refused = call(&missing, &Request::Ping, Duration::from_secs(1)).unwrap_err();
+        let refused_text = refused.to_string();
+        assert!(
+            refused_text.contains("connection refused"),
+            "{refused_text}"
+        );
+        for kind in [
+            std::io::ErrorKind::PermissionDenied,
+            std::io::ErrorKind::NotFound,
+            std::io::ErrorKind::ConnectionRefused,
+        ] {
+            let e = ProtocolError::Unreachable {
+                path: "/s".into(),
+                source: kind.into(),
+            };
+            let t = e.to_string().to_ascii_lowercase();
+            for w in ENGINE_TRIGGERS {
+                assert!(!t.contains(w), "{t:?} contains {w:?}");
+            }
+        }
+        for t in [text, refused_text] {
+            let t = t.to_ascii_lowercase();
+            for w in ENGINE_TRIGGERS {
+                assert!(!t.contains(w), "{t:?} contains {w:?}");
+            }
+        }
+        let eperm = ProtocolError::Unreachable {
+            path: "/s".into(),
+            source: std::io::Error::from_raw_os_error(1),
+        };
+        assert_eq!(eperm.to_string(), "cannot connect to nri-hostd at /s: access to the socket refused (check its owner and mode; nri-runc runs as the engine's user)");
+    }
 
     #[test]
     fn frames_round_trip() {

@@ -44,7 +44,7 @@ pub struct Config {
     /// Policy when the daemon cannot be reached.
     pub on_unreachable: Unreachable,
     /// How long to wait for the daemon's answer (Go duration string).
-    #[serde(deserialize_with = "nri_integration::duration::go::deserialize")]
+    #[serde(deserialize_with = "go_duration")]
     pub timeout: Duration,
     /// Largest `config.json` accepted, in bytes.
     pub max_config_size: u64,
@@ -54,11 +54,26 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             runtime: "runc".into(),
-            control_socket: nri_hostd::config::DEFAULT_CONTROL_SOCKET.into(),
+            control_socket: nri_hostd::protocol::DEFAULT_CONTROL_SOCKET.into(),
             on_unreachable: Unreachable::PassThrough,
             timeout: Duration::from_secs(30),
             max_config_size: 4 << 20,
         }
+    }
+}
+
+/// A duration as containerd's and nri-hostd's files write them: a Go
+/// duration string (`"30s"`, `"1m30s"`), or integer nanoseconds.
+fn go_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        Go(String),
+        Nanos(u64),
+    }
+    match Text::deserialize(d)? {
+        Text::Go(s) => nri_api::goparse::parse_duration(&s).map_err(serde::de::Error::custom),
+        Text::Nanos(n) => Ok(Duration::from_nanos(n)),
     }
 }
 
@@ -113,6 +128,11 @@ mod tests {
         .unwrap();
         assert_eq!(c.on_unreachable, Unreachable::Fail);
         assert_eq!(c.timeout, Duration::from_secs(5));
+        let c: Config = toml::from_str("timeout = \"1m30s\"").unwrap();
+        assert_eq!(c.timeout, Duration::from_secs(90));
+        let c: Config = toml::from_str("timeout = 2000000000").unwrap();
+        assert_eq!(c.timeout, Duration::from_secs(2));
+        assert!(toml::from_str::<Config>("timeout = \"5 parsecs\"").is_err());
         assert!(toml::from_str::<Config>("runtme = \"x\"").is_err());
         assert!(toml::from_str::<Config>("on_unreachable = \"maybe\"").is_err());
         let dir = tempfile::tempdir().unwrap();

@@ -88,9 +88,16 @@ pub struct ServeArgs {
     /// Export the trace spans of the runtime requests and plugin calls
     /// (OpenTelemetry, OTLP/HTTP protobuf) to this endpoint: `host:port`
     /// or `http://host:port` (`/v1/traces` is added) or a URL with its
-    /// path. Off by default.
+    /// path. Off by default. Needs the `otel` feature (`cargo install
+    /// --path tools/nri-sim --features otel`); without it the option is
+    /// refused with that command.
     #[cfg(feature = "otel")]
     #[arg(long, value_name = "URL", value_parser = nri_integration::otel::parse_endpoint)]
+    pub otlp_endpoint: Option<String>,
+    /// Not built into this nri-sim: OTLP export needs the `otel` feature
+    /// (`cargo install --path tools/nri-sim --features otel`).
+    #[cfg(not(feature = "otel"))]
+    #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
 }
 

@@ -19,6 +19,7 @@ pub mod checks;
 pub mod cli;
 pub mod convert;
 pub mod diff;
+pub mod features;
 pub mod observe;
 pub mod plugins;
 pub mod recording;

@@ -96,6 +96,16 @@ fn main() -> ExitCode {
         _ => (None, None),
     };
     #[cfg(not(feature = "otel"))]
+    if let Some(Command::Serve(args)) = &cli.command {
+        if args.otlp_endpoint.is_some() {
+            eprintln!(
+                "nri-sim: {}",
+                nri_sim::features::not_built_in("otel", "`serve --otlp-endpoint` (OTLP export)")
+            );
+            return ExitCode::from(EXIT_SETUP);
+        }
+    }
+    #[cfg(not(feature = "otel"))]
     let otel: Option<tracing_subscriber::layer::Identity> = None;
     let _ = tracing_subscriber::registry()
         .with(capture.clone())

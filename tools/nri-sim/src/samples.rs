@@ -342,11 +342,9 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
                 "nri-default-validator",
                 run,
             )?;
-            let settings = match a.config.as_deref() {
+            let settings = match a.common.config.as_deref() {
                 None => ValidatorSettings::default(),
-                Some(path) => {
-                    ValidatorSettings::from_file(Path::new(path)).map_err(|e| e.to_string())?
-                }
+                Some(path) => ValidatorSettings::from_file(path).map_err(|e| e.to_string())?,
             };
             single(
                 run,

@@ -29,6 +29,19 @@ commands (pods and containers are created on the fly with default specs):
   plugins                          spec CTR (adjusted spec diff)
   help                             quit";
 
+/// The error for a `--socket` whose directory does not exist: likely a
+/// typo, so it is reported rather than created.
+fn missing_socket_dir(socket: &std::path::Path) -> Option<String> {
+    let dir = socket.parent().filter(|d| !d.as_os_str().is_empty())?;
+    (!dir.is_dir()).then(|| {
+        format!(
+            "the directory of --socket {} does not exist: {} (create it first if it is meant)",
+            socket.display(),
+            dir.display()
+        )
+    })
+}
+
 /// A parsed command line.
 #[derive(Debug)]
 enum Command {
@@ -191,6 +204,13 @@ pub async fn serve(
         .or_else(|| scenario.socket.as_ref().map(|s| scenario.base_dir.join(s)))
         .unwrap_or_else(|| PathBuf::from("/tmp/nri-sim.sock"));
     let socket = std::path::absolute(&socket).unwrap_or(socket);
+    if let Some(err) = args
+        .socket
+        .as_ref()
+        .and_then(|_| missing_socket_dir(&socket))
+    {
+        return fail(err);
+    }
     scenario.socket = Some(socket.clone());
     let steps = std::mem::take(&mut scenario.steps);
     let metrics = args
@@ -351,6 +371,17 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_in_a_missing_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(missing_socket_dir(&dir.path().join("nri.sock")), None);
+        let typo = dir.path().join("no-such-dir/nri.sock");
+        let err = missing_socket_dir(&typo).unwrap();
+        assert!(err.contains("does not exist"), "{err}");
+        assert!(err.contains("no-such-dir"), "{err}");
+        assert!(!dir.path().join("no-such-dir").exists());
+    }
 
     #[test]
     fn commands_parse() {

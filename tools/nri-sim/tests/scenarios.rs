@@ -485,8 +485,9 @@ fn unknown_plugins_and_plugins_that_fail_to_register_are_explained() {
     );
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr
-            .contains("unknown plugin \"10-gpu\": command `no-such-nri-plugin` not found on PATH"),
+        run.stderr.contains(
+            "plugin \"10-gpu\" cannot be launched: command `no-such-nri-plugin` not found on PATH"
+        ),
         "{}",
         run.stderr
     );

@@ -178,5 +178,7 @@ mod tests {
             text.contains("is the runtime running, with NRI enabled"),
             "{text}"
         );
+        // The stub does not know the plugin's flags: it names none.
+        assert!(!text.contains("-socket"), "{text}");
     }
 }

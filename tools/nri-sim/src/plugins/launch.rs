@@ -23,8 +23,9 @@ use crate::scenario::Scenario;
 /// Why a plugin cannot be prepared.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
-    /// The program does not exist or is not executable.
-    #[error("unknown plugin {plugin:?}: {reason}")]
+    /// The program (or module) does not exist, is not executable, or
+    /// needs a feature this build does not have.
+    #[error("plugin {plugin:?} cannot be launched: {reason}")]
     Unknown {
         /// Full name.
         plugin: String,
@@ -139,7 +140,7 @@ fn is_executable(p: &Path) -> bool {
 pub(crate) fn resolve(program: &str, base: &Path) -> Result<PathBuf, String> {
     if program.contains('/') {
         let p = base.join(program);
-        let p = std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let p = std::fs::canonicalize(&p).map_err(|e| missing_file(&p, "program", e))?;
         if !is_executable(&p) {
             return Err(format!("{} is not an executable file", p.display()));
         }
@@ -150,6 +151,20 @@ pub(crate) fn resolve(program: &str, base: &Path) -> Result<PathBuf, String> {
         .map(|d| d.join(program))
         .find(|p| is_executable(p))
         .ok_or_else(|| format!("command `{program}` not found on PATH"))
+}
+
+/// Why a plugin's program or module file cannot be used: a missing file is
+/// said in words (a relative path is taken from the scenario's directory),
+/// other errors as the system gives them.
+fn missing_file(path: &Path, what: &str, e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "the {what} {} does not exist (a relative path is taken from the scenario file's directory)",
+            path.display()
+        )
+    } else {
+        format!("{}: {e}", path.display())
+    }
 }
 
 fn write_wrapper(
@@ -202,7 +217,7 @@ fn link_wasm(dir: &Path, full_name: &str, module: &Path) -> Result<Launched, Lau
 /// is one.
 fn resolve_wasm(module: &str, base: &Path) -> Result<PathBuf, String> {
     let p = base.join(module);
-    let p = std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let p = std::fs::canonicalize(&p).map_err(|e| missing_file(&p, "module", e))?;
     if !p.is_file() {
         return Err(format!("{} is not a file", p.display()));
     }
@@ -212,10 +227,11 @@ fn resolve_wasm(module: &str, base: &Path) -> Result<PathBuf, String> {
             p.display()
         ));
     }
-    if !cfg!(feature = "wasm") {
-        return Err(
-            "this nri-sim is built without WebAssembly support (feature `wasm`)".to_string(),
-        );
+    if !crate::features::enabled("wasm") {
+        return Err(crate::features::not_built_in(
+            "wasm",
+            &format!("the WebAssembly plugin {}", p.display()),
+        ));
     }
     Ok(p)
 }
@@ -322,6 +338,15 @@ pub fn prepare(scenario: &Scenario) -> Result<PluginDirs, LaunchError> {
             }
             let program = std::fs::canonicalize(&path)?;
             let l = if nri_adaptation::is_wasm_file(&program) {
+                if !crate::features::enabled("wasm") {
+                    return Err(LaunchError::Unknown {
+                        plugin: full_name,
+                        reason: crate::features::not_built_in(
+                            "wasm",
+                            &format!("the WebAssembly plugin {}", program.display()),
+                        ),
+                    });
+                }
                 link_wasm(&plugin_dir, &full_name, &program)?
             } else {
                 write_wrapper(
@@ -415,7 +440,20 @@ mod tests {
         )
         .unwrap();
         let err = prepare(&s).err().unwrap().to_string();
-        assert!(err.contains("unknown plugin \"50-t\""), "{err}");
+        assert!(err.contains("plugin \"50-t\" cannot be launched"), "{err}");
         assert!(err.contains("not found on PATH"), "{err}");
+        let s = crate::scenario::load_str(
+            "plugins: [{name: t, command: [./target/no-such-plugin]}]",
+            "t.yaml",
+            Path::new("/nonexistent-dir"),
+        )
+        .unwrap();
+        let err = prepare(&s).err().unwrap().to_string();
+        assert_eq!(
+            err,
+            "plugin \"50-t\" cannot be launched: the program \
+             /nonexistent-dir/./target/no-such-plugin does not exist (a relative path is \
+             taken from the scenario file's directory)"
+        );
     }
 }
