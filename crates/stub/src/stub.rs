@@ -240,6 +240,7 @@ impl Stub {
             )
             .await;
         if let Err(err) = registered {
+            log_mux_error(&mux, &name);
             // A runtime may send Configure before its registration reply, and
             // drop the plugin as soon as Configure fails (NRI v0.9 does), so
             // the reply never comes. The Configure failure is then the cause.
@@ -257,7 +258,7 @@ impl Stub {
         };
         match outcome {
             Ok(()) => tracing::info!(plugin = %name, "plugin started"),
-            Err(Error::Disconnected) => return Err(self.disconnected(&name)),
+            Err(Error::Disconnected) => return Err(self.disconnected(&name, &mux)),
             Err(err) => {
                 // Let the error reply reach the runtime, which then drops the plugin.
                 let _ = tokio::time::timeout(LINGER, mux.closed()).await;
@@ -272,19 +273,28 @@ impl Stub {
                 let _ = tokio::time::timeout(LINGER, mux.closed()).await;
                 Ok(())
             }
-            _ = mux.closed() => Err(self.disconnected(&name)),
-            _ = client.closed() => Err(self.disconnected(&name)),
-            _ = &mut serving.0 => Err(self.disconnected(&name)),
+            _ = mux.closed() => Err(self.disconnected(&name, &mux)),
+            _ = client.closed() => Err(self.disconnected(&name, &mux)),
+            _ = &mut serving.0 => Err(self.disconnected(&name, &mux)),
         }
     }
 
-    fn disconnected(&self, name: &str) -> Error {
+    fn disconnected(&self, name: &str, mux: &Mux) -> Error {
+        log_mux_error(mux, name);
         tracing::info!(plugin = %name, "connection to the runtime lost");
         self.handle.set(None);
         if let Some(on_close) = &self.on_close {
             on_close();
         }
         Error::Disconnected
+    }
+}
+
+/// Logs why the connection's multiplexer gave up, if it did (a malformed or
+/// oversized frame from the runtime), in the mux's words, as Go's stub does.
+fn log_mux_error(mux: &Mux, name: &str) {
+    if let Some(err) = mux.error() {
+        tracing::error!(plugin = %name, error = %err, "error receiving message");
     }
 }
 

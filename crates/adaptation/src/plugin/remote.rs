@@ -82,9 +82,16 @@ impl Remote {
         let (tx, registered) = oneshot::channel();
         let server = runtime_service(identity.is_none(), tx, name.clone(), settings.clone());
         let closer = mux.clone();
+        let plugin = name.clone();
         let serving = tokio::spawn(async move {
             if let Err(e) = Arc::new(server).serve(server_conn).await {
                 tracing::debug!(error = %e, "runtime service connection ended");
+            }
+            // Why the mux gave up on the connection (a malformed or oversized
+            // frame from the plugin), in the mux's words.
+            if let Some(e) = closer.error() {
+                let plugin = plugin.get().map_or("-", String::as_str);
+                tracing::error!(plugin, error = %e, "error receiving message from plugin");
             }
             closer.close();
         });

@@ -4,6 +4,7 @@
 //
 //	nri-wire-vectors encode            # print Go-produced vectors as JSON
 //	nri-wire-vectors decode FILE.json  # decode client bytes with a Go server
+//	nri-wire-vectors oversized         # Go's mux error for an oversized frame
 //
 // See interop/README.md for the JSON formats.
 package main
@@ -25,6 +26,8 @@ func main() {
 	switch os.Args[1] {
 	case "encode":
 		out, err = encodeAll()
+	case "oversized":
+		out, err = oversized()
 	case "decode":
 		if len(os.Args) != 3 {
 			usage()
@@ -46,6 +49,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: nri-wire-vectors encode | nri-wire-vectors decode FILE.json")
+	fmt.Fprintln(os.Stderr, "usage: nri-wire-vectors encode | nri-wire-vectors decode FILE.json | nri-wire-vectors oversized")
 	os.Exit(2)
 }
