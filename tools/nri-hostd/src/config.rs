@@ -50,6 +50,21 @@ pub struct HostdConfig {
 pub struct Options {
     /// The socket `nri-runc` connects to.
     pub control_socket: PathBuf,
+    /// Permission bits of the control socket (`control_socket_mode`,
+    /// default `"0600"`), set whatever the umask.
+    #[serde(deserialize_with = "nri_integration::socket::mode::deserialize")]
+    pub control_socket_mode: u32,
+    /// Group (gid) of the control socket, and of its directory if the
+    /// daemon creates it (`control_socket_gid`).
+    pub control_socket_gid: Option<u32>,
+    /// Only peers with one of these uids, or with one of
+    /// `control_allowed_gids`, are served (`control_allowed_uids`); others
+    /// are disconnected with a logged reason. Empty: every peer the mode
+    /// lets in.
+    pub control_allowed_uids: Vec<u32>,
+    /// Peers whose (effective) gid is one of these are served
+    /// (`control_allowed_gids`).
+    pub control_allowed_gids: Vec<u32>,
     /// The file the known pods and containers are kept in (replaced
     /// atomically on every change).
     pub state_file: PathBuf,
@@ -75,11 +90,41 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             control_socket: DEFAULT_CONTROL_SOCKET.into(),
+            control_socket_mode: nri_integration::socket::DEFAULT_SOCKET_MODE,
+            control_socket_gid: None,
+            control_allowed_uids: Vec::new(),
+            control_allowed_gids: Vec::new(),
             state_file: DEFAULT_STATE_FILE.into(),
             exit_poll_interval: Duration::from_secs(2),
             runtime_name: "nri-hostd".into(),
             metrics_address: String::new(),
             otlp_endpoint: String::new(),
+        }
+    }
+}
+
+impl Options {
+    /// Who may reach the control socket: `control_socket_mode`,
+    /// `control_socket_gid`, `control_allowed_uids` and
+    /// `control_allowed_gids`.
+    ///
+    /// ```
+    /// let cfg = nri_hostd::HostdConfig::parse(r#"
+    ///     [hostd]
+    ///     control_socket_mode = "0660"
+    ///     control_socket_gid = 2000
+    ///     control_allowed_uids = [0]
+    /// "#).unwrap();
+    /// let access = cfg.hostd.control_access();
+    /// assert_eq!((access.mode, access.group), (0o660, Some(2000)));
+    /// assert_eq!(access.allowed_uids, [0]);
+    /// ```
+    pub fn control_access(&self) -> nri_integration::socket::SocketAccess {
+        nri_integration::socket::SocketAccess {
+            mode: self.control_socket_mode,
+            group: self.control_socket_gid,
+            allowed_uids: self.control_allowed_uids.clone(),
+            allowed_gids: self.control_allowed_gids.clone(),
         }
     }
 }
@@ -190,6 +235,30 @@ mod tests {
             .to_string();
         assert!(err.contains("control_sock"), "{err}");
         assert!(HostdConfig::parse("[hostd]\nexit_poll_interval = \"-1s\"").is_err());
+    }
+
+    #[test]
+    fn control_socket_access_words() {
+        let d = HostdConfig::default();
+        assert_eq!(
+            d.hostd.control_access(),
+            nri_integration::socket::SocketAccess::default()
+        );
+        let cfg = HostdConfig::parse(
+            "socket_mode = \"0660\"\nsocket_gid = 9\nsocket_allowed_uids = [0]\n\
+             [hostd]\ncontrol_socket_mode = 0o640\ncontrol_socket_gid = 7\n\
+             control_allowed_uids = [0, 5]\ncontrol_allowed_gids = [7]",
+        )
+        .unwrap();
+        let c = cfg.hostd.control_access();
+        assert_eq!((c.mode, c.group), (0o640, Some(7)));
+        assert_eq!((c.allowed_uids, c.allowed_gids), (vec![0, 5], vec![7]));
+        let n = cfg.nri.socket_access();
+        assert_eq!((n.mode, n.group, n.allowed_uids), (0o660, Some(9), vec![0]));
+        let err = HostdConfig::parse("[hostd]\ncontrol_socket_mode = \"0o4700\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only permission bits"), "{err}");
     }
 
     #[test]

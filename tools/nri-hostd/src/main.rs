@@ -174,6 +174,7 @@ async fn main() -> ExitCode {
 
 async fn run(config: HostdConfig) -> ExitCode {
     let socket = config.hostd.control_socket.clone();
+    let access = config.hostd.control_access();
     let poll = config.hostd.exit_poll_interval;
     let hostd = match Hostd::start(config).await {
         Ok(h) => Arc::new(h),
@@ -184,7 +185,7 @@ async fn run(config: HostdConfig) -> ExitCode {
     };
     // The control socket appears once NRI runs (plugins can connect): a
     // wrapper that reaches the daemon gets NRI.
-    let listener = match server::bind(&socket) {
+    let listener = match server::bind(&socket, &access) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("nri-hostd: cannot listen on {}: {e}", socket.display());

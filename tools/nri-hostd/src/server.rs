@@ -7,13 +7,19 @@
 //! notification handled before it. A connection that is accepted but sends
 //! nothing holds back the requests behind it until its read times out
 //! ([`READ_TIMEOUT`]).
+//!
+//! The socket's mode (default 0600) and group are set explicitly whatever
+//! the umask, a directory others can write to is refused, and each peer's
+//! credentials are read on accept: a peer not in the allow-list (`[hostd]
+//! control_allowed_uids` / `control_allowed_gids`) is logged and
+//! disconnected before its request is read.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use nri_integration::socket::SocketAccess;
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::daemon::Hostd;
@@ -87,27 +93,53 @@ impl Drop for Ticket {
     }
 }
 
-/// Binds the control socket at `path` (a stale socket file is replaced;
-/// the directory is created; only root may connect: mode 0600).
-pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    let listener = UnixListener::bind(path)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
+/// The bound control socket and who is admitted on it; made by [`bind`].
+#[derive(Debug)]
+pub struct ControlListener {
+    listener: UnixListener,
+    access: SocketAccess,
+}
+
+/// Binds the control socket at `path` with `access`'s mode (0600 by
+/// default: only the daemon's user may connect) and group, whatever the
+/// umask (see [`nri_integration::socket::bind`]): a stale socket file is
+/// replaced, a missing directory is created (0700, or 0750 with a group),
+/// and a directory others can write to is refused. Needs a tokio runtime.
+///
+/// ```
+/// use nri_integration::socket::SocketAccess;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> std::io::Result<()> {
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("run/nri-hostd.sock");
+/// let access = SocketAccess::default().allow_uids([0]);
+/// let listener = nri_hostd::server::bind(&path, &access)?;
+/// # drop(listener);
+/// # Ok(()) }
+/// ```
+pub fn bind(path: &Path, access: &SocketAccess) -> std::io::Result<ControlListener> {
+    let listener = nri_integration::socket::bind(path, access)?;
+    Ok(ControlListener {
+        listener: UnixListener::from_std(listener)?,
+        access: access.clone(),
+    })
 }
 
 /// Serves requests on `listener` until the task is dropped.
-pub async fn serve_listener(hostd: Arc<Hostd>, listener: UnixListener) -> std::io::Result<()> {
+pub async fn serve_listener(hostd: Arc<Hostd>, listener: ControlListener) -> std::io::Result<()> {
+    let ControlListener { listener, access } = listener;
     let turns = Arc::new(Turns::default());
     loop {
         let (stream, _) = listener.accept().await?;
+        // Before a byte is read, and before it takes a turn.
+        match access.admit_stream(&stream) {
+            Ok(Some(peer)) => tracing::debug!(%peer, "control connection"),
+            Ok(None) => tracing::debug!("control connection from a peer of unknown credentials"),
+            Err(refused) => {
+                tracing::warn!(peer = %refused.peer_text(), reason = %refused.reason,
+                    "refused control connection");
+                continue;
+            }
+        }
         let hostd = hostd.clone();
         let ticket = turns.issue();
         tokio::spawn(async move {
@@ -118,9 +150,10 @@ pub async fn serve_listener(hostd: Arc<Hostd>, listener: UnixListener) -> std::i
     }
 }
 
-/// Binds `path` and serves requests until the task is dropped.
+/// Binds `path` with the default access (mode 0600, no allow-list) and
+/// serves requests until the task is dropped.
 pub async fn serve(hostd: Arc<Hostd>, path: &Path) -> std::io::Result<()> {
-    serve_listener(hostd, bind(path)?).await
+    serve_listener(hostd, bind(path, &SocketAccess::default())?).await
 }
 
 async fn connection(
@@ -185,7 +218,8 @@ mod tests {
         config.hostd.state_file = dir.join("state.json");
         let hostd = Arc::new(Hostd::start(config).await.unwrap());
         let path = dir.join("control.sock");
-        let server = tokio::spawn(serve_listener(hostd.clone(), bind(&path).unwrap()));
+        let listener = bind(&path, &SocketAccess::default()).unwrap();
+        let server = tokio::spawn(serve_listener(hostd.clone(), listener));
         (hostd, path, server)
     }
 
