@@ -142,8 +142,10 @@ impl Nri {
         } else {
             Ok(())
         };
-        if stopped.is_err() || removed.is_err() {
-            // A retried removal must reach the plugins again.
+        if removed.is_err() {
+            // A retried removal must reach the plugins again (with the stop
+            // if that failed too; a stop that failed before a removal that
+            // reached them is over: the object is gone for them).
             let state = claim.retry_state(stopped.is_err());
             self.core.lifecycle.pods.unclaim_remove(&pod.id, state);
         }
@@ -417,8 +419,10 @@ impl Nri {
         } else {
             Ok(())
         };
-        if stopped.is_err() || removed.is_err() {
-            // A retried removal must reach the plugins again.
+        if removed.is_err() {
+            // A retried removal must reach the plugins again (with the stop
+            // if that failed too; a stop that failed before a removal that
+            // reached them is over: the object is gone for them).
             let state = claim.retry_state(stopped.is_err());
             self.core
                 .lifecycle

@@ -82,6 +82,83 @@ async fn stops_and_removals_reach_plugins_exactly_once() {
 }
 
 #[tokio::test]
+async fn a_failed_stop_or_removal_is_delivered_again_on_retry() {
+    let env = Env::new();
+    let nri = env.start(&[TestDomain::new("ns")]).await;
+    let log = Log::default();
+    let recorder = Recorder::new(&log);
+    let fail = recorder.fail_teardown.clone();
+    let _p = run_stub(recorder, "recorder", "10", &env.socket());
+    wait_plugins(&nri, &["10-recorder"]).await;
+    let arm = || fail.store(true, std::sync::atomic::Ordering::SeqCst);
+
+    let p0 = pod("pod0");
+    let c0 = container("ctr0", "pod0");
+    let c1 = container("ctr1", "pod0");
+    bounded(async {
+        nri.run_pod_sandbox(&p0).await.unwrap();
+        nri.create_container(&p0, &c0).await.unwrap();
+        nri.start_container(&p0, &c0).await.unwrap();
+        log.take();
+
+        // A failed stop leaves the container running for the plugins; the
+        // retry reaches them.
+        arm();
+        nri.stop_container(&p0, &c0).await.unwrap_err();
+        assert_eq!(nri.container_state("ctr0"), LifecycleState::Running);
+        nri.stop_container(&p0, &c0).await.unwrap();
+        assert_eq!(nri.container_state("ctr0"), LifecycleState::Stopped);
+        // A failed removal: the retry sends it again (and no stop).
+        arm();
+        nri.remove_container(&p0, &c0).await.unwrap_err();
+        assert_eq!(nri.container_state("ctr0"), LifecycleState::Stopped);
+        nri.remove_container(&p0, &c0).await.unwrap();
+        assert_eq!(nri.container_state("ctr0"), LifecycleState::Removed);
+        // A removal whose implied stop failed but which reached the
+        // plugins is over: nothing is sent again.
+        nri.create_container(&p0, &c1).await.unwrap();
+        nri.start_container(&p0, &c1).await.unwrap();
+        arm();
+        nri.remove_container(&p0, &c1).await.unwrap_err();
+        assert_eq!(nri.container_state("ctr1"), LifecycleState::Removed);
+        nri.remove_container(&p0, &c1).await.unwrap();
+        // The pod.
+        arm();
+        nri.stop_pod_sandbox(&p0).await.unwrap_err();
+        nri.stop_pod_sandbox(&p0).await.unwrap();
+        arm();
+        nri.remove_pod_sandbox(&p0).await.unwrap_err();
+        nri.remove_pod_sandbox(&p0).await.unwrap();
+        // Done: nothing more is sent.
+        nri.remove_pod_sandbox(&p0).await.unwrap();
+        nri.remove_container(&p0, &c0).await.unwrap();
+    })
+    .await;
+
+    assert_eq!(
+        log.take(),
+        [
+            "StopContainer ctr0 begin",
+            "StopContainer ctr0",
+            "StopContainer ctr0 begin",
+            "StopContainer ctr0",
+            "RemoveContainer ctr0",
+            "RemoveContainer ctr0",
+            "CreateContainer ctr1",
+            "StartContainer ctr1",
+            "StopContainer ctr1 begin",
+            "StopContainer ctr1",
+            "RemoveContainer ctr1",
+            "StopPodSandbox pod0",
+            "StopPodSandbox pod0",
+            "RemovePodSandbox pod0",
+            "RemovePodSandbox pod0",
+        ]
+    );
+    bounded(nri.stop()).await;
+}
+
+#[tokio::test]
 async fn concurrent_stops_reach_plugins_once() {
     let env = Env::new();
     let nri = env.start(&[TestDomain::new("ns")]).await;

@@ -200,6 +200,22 @@ pub struct Recorder {
     /// Returned from CreateContainer (besides no adjustment).
     pub create_updates: Vec<ContainerUpdate>,
     pub create_evictions: Vec<ContainerEviction>,
+    /// While set, the next teardown event (Stop/Remove of a container or
+    /// pod) fails, and clears it.
+    pub fail_teardown: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Recorder {
+    /// Fails the teardown event if armed (once).
+    fn teardown(&self) -> nri_stub::HandlerResult<()> {
+        if self
+            .fail_teardown
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err("teardown refused".into());
+        }
+        Ok(())
+    }
 }
 
 impl Recorder {
@@ -241,7 +257,7 @@ impl Plugin for Recorder {
         pod: &PodSandbox,
     ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("StopPodSandbox {}", pod.id));
-        Ok(())
+        self.teardown()
     }
     async fn remove_pod_sandbox(
         &self,
@@ -249,7 +265,7 @@ impl Plugin for Recorder {
         pod: &PodSandbox,
     ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("RemovePodSandbox {}", pod.id));
-        Ok(())
+        self.teardown()
     }
     async fn create_container(
         &self,
@@ -297,6 +313,7 @@ impl Plugin for Recorder {
             let _permit = gate.acquire().await;
         }
         self.log.push(format!("StopContainer {}", ctr.id));
+        self.teardown()?;
         Ok(Vec::new())
     }
     async fn remove_container(
@@ -306,7 +323,7 @@ impl Plugin for Recorder {
         ctr: &Container,
     ) -> nri_stub::HandlerResult<()> {
         self.log.push(format!("RemoveContainer {}", ctr.id));
-        Ok(())
+        self.teardown()
     }
 }
 
