@@ -9,6 +9,8 @@ use nri_api::plugin::{
     DEFAULT_REQUEST_TIMEOUT, DEFAULT_SOCKET_PATH,
 };
 use nri_validator::DefaultValidatorConfig;
+
+use crate::policy::PolicyValidatorConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
@@ -115,6 +117,10 @@ pub struct Config {
     /// `enable` set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_validator: Option<DefaultValidatorConfig>,
+    /// The builtin policy validator (`nri-policy`); it runs only if present
+    /// with `enable` set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_validator: Option<PolicyValidatorConfig>,
 }
 
 impl Default for Config {
@@ -134,6 +140,7 @@ impl Default for Config {
             busy_poll: None,
             teardown_stops_at_first_error: false,
             default_validator: None,
+            policy_validator: None,
         }
     }
 }
@@ -198,6 +205,9 @@ impl Config {
         }
         check_dir(&self.plugin_path)?;
         check_dir(&self.plugin_config_path)?;
+        if let Some(p) = self.policy_validator.as_ref().filter(|p| p.enable) {
+            p.load().map_err(ConfigError::Policy)?;
+        }
         Ok(())
     }
 }
@@ -273,6 +283,8 @@ struct RawConfig {
     teardown_stops_at_first_error: Option<bool>,
     #[serde(default, alias = "defaultValidator")]
     default_validator: Option<DefaultValidatorConfig>,
+    #[serde(default, alias = "policyValidator")]
+    policy_validator: Option<PolicyValidatorConfig>,
 }
 
 impl TryFrom<RawConfig> for Config {
@@ -306,6 +318,7 @@ impl TryFrom<RawConfig> for Config {
             busy_poll: raw.busy_poll,
             teardown_stops_at_first_error: raw.teardown_stops_at_first_error.unwrap_or(false),
             default_validator: raw.default_validator,
+            policy_validator: raw.policy_validator,
         })
     }
 }

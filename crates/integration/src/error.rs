@@ -32,6 +32,10 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// The builtin policy validator's policy file does not load
+    /// (`file:line:column: ...`).
+    #[error("NRI policy validator: {0}")]
+    Policy(#[source] nri_policy::LoadError),
 }
 
 /// Errors of [`Nri`](crate::Nri).

@@ -96,6 +96,7 @@ mod hooks;
 mod lifecycle;
 mod nri;
 mod outcome;
+mod policy;
 pub mod socket;
 mod state;
 mod trace;
@@ -113,6 +114,7 @@ pub use nri_metrics as metrics;
 #[cfg(feature = "otel")]
 pub use nri_otel as otel;
 pub use outcome::{Adjustment, FailedUpdates, ResourceUpdate};
+pub use policy::PolicyValidatorConfig;
 pub use state::LifecycleState;
 pub use trace::{with_trace_parent, TraceContext};
 

@@ -278,6 +278,11 @@ impl Core {
         if let Some(v) = &cfg.default_validator {
             b = b.default_validator(v.clone());
         }
+        if let Some(p) = cfg.policy_validator.as_ref().filter(|p| p.enable) {
+            let policy: Arc<dyn nri_adaptation::BuiltinPlugin> =
+                Arc::new(crate::policy::PolicyBuiltin::new(p));
+            b = b.builtin_plugins([policy]);
+        }
         if let Some(m) = &id.metrics {
             b = b.metrics(m.clone());
         }

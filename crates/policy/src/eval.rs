@@ -8,7 +8,9 @@ use nri_validator::ValidationError;
 use crate::cpuset::CpuSet;
 use crate::glob::any_match;
 use crate::items::{class_name, Item, Value};
-use crate::lang::{Access, DefaultAction, MountSpec, PluginScope, Policy, Rule, Spec, WorkloadScope};
+use crate::lang::{
+    Access, DefaultAction, MountSpec, PluginScope, Policy, Rule, Spec, WorkloadScope,
+};
 
 /// Why one field a plugin set is not acceptable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +102,10 @@ impl Decision {
 
 /// Evaluates the rules of `policy` (not its default-validator options) for
 /// one request.
-pub(crate) fn violations(policy: &Policy, req: &ValidateContainerAdjustmentRequest) -> Vec<Violation> {
+pub(crate) fn violations(
+    policy: &Policy,
+    req: &ValidateContainerAdjustmentRequest,
+) -> Vec<Violation> {
     let items = crate::items::collect(req);
     if items.is_empty() {
         return Vec::new();
@@ -174,7 +179,10 @@ pub(crate) fn plugin_matches(scope: &PluginScope, qualified: &str) -> bool {
 }
 
 /// Whether the scope covers the container of `req`.
-pub(crate) fn workload_matches(scope: &WorkloadScope, req: &ValidateContainerAdjustmentRequest) -> bool {
+pub(crate) fn workload_matches(
+    scope: &WorkloadScope,
+    req: &ValidateContainerAdjustmentRequest,
+) -> bool {
     let pod = req.pod.as_ref();
     if let Some(ns) = &scope.namespaces {
         if !any_match(ns, pod.map_or("", |p| p.namespace.as_str())) {
@@ -184,9 +192,8 @@ pub(crate) fn workload_matches(scope: &WorkloadScope, req: &ValidateContainerAdj
     let kv_ok = |want: &Option<std::collections::BTreeMap<String, crate::Glob>>,
                  have: Option<&std::collections::BTreeMap<String, String>>| {
         want.as_ref().is_none_or(|want| {
-            want.iter().all(|(k, g)| {
-                have.and_then(|h| h.get(k)).is_some_and(|v| g.matches(v))
-            })
+            want.iter()
+                .all(|(k, g)| have.and_then(|h| h.get(k)).is_some_and(|v| g.matches(v)))
         })
     };
     if !kv_ok(&scope.pod_labels, pod.map(|p| &p.labels)) {
@@ -207,7 +214,11 @@ pub(crate) fn workload_matches(scope: &WorkloadScope, req: &ValidateContainerAdj
 /// multi-valued field: a deny speaks of it when any of its values matches, an
 /// allow only when all do.
 pub(crate) fn spec_matches(spec: &Spec, item: &Item<'_>, deny: bool) -> bool {
-    if spec.fields.as_ref().is_some_and(|f| f.iter().any(|f| f.0 == item.field)) {
+    if spec
+        .fields
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f.0 == item.field))
+    {
         return true;
     }
     let globs = |g: &Option<Vec<crate::Glob>>, s: &str| g.as_ref().is_some_and(|g| any_match(g, s));
@@ -229,7 +240,9 @@ pub(crate) fn spec_matches(spec: &Spec, item: &Item<'_>, deny: bool) -> bool {
         Field::CdiDevices => globs(&spec.cdi_devices, item.key),
         Field::OciHooks => match (&spec.hooks, &item.value) {
             (None, _) => false,
-            (Some(g), Value::Hooks(paths)) if deny => paths.is_empty() || paths.iter().any(|p| any_match(g, p)),
+            (Some(g), Value::Hooks(paths)) if deny => {
+                paths.is_empty() || paths.iter().any(|p| any_match(g, p))
+            }
             (Some(g), Value::Hooks(paths)) => paths.iter().all(|p| any_match(g, p)),
             (Some(_), _) => true,
         },
@@ -344,7 +357,14 @@ pub(crate) fn mount_is_ro(m: &Mount) -> bool {
 /// The mount's propagation option, if it has one (the last one wins).
 pub(crate) fn mount_propagation(m: &Mount) -> Option<&str> {
     const PROPAGATION: [&str; 8] = [
-        "private", "rprivate", "shared", "rshared", "slave", "rslave", "unbindable", "runbindable",
+        "private",
+        "rprivate",
+        "shared",
+        "rshared",
+        "slave",
+        "rslave",
+        "unbindable",
+        "runbindable",
     ];
     m.options
         .iter()

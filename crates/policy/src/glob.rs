@@ -37,7 +37,10 @@ impl Glob {
             Kind::Any
         } else if !pattern.contains(['*', '?']) {
             Kind::Literal
-        } else if let Some(prefix) = pattern.strip_suffix('*').filter(|p| !p.contains(['*', '?'])) {
+        } else if let Some(prefix) = pattern
+            .strip_suffix('*')
+            .filter(|p| !p.contains(['*', '?']))
+        {
             Kind::Prefix(prefix.to_owned())
         } else {
             Kind::Pattern(pattern.chars().collect())
@@ -92,7 +95,8 @@ fn wildcard(p: &[char], s: &[char]) -> bool {
             },
         }
     }
-    p.get(pi..).is_some_and(|rest| rest.iter().all(|c| *c == '*'))
+    p.get(pi..)
+        .is_some_and(|rest| rest.iter().all(|c| *c == '*'))
 }
 
 impl fmt::Debug for Glob {

@@ -124,31 +124,26 @@ fn simple_value(field: Field, a: Option<&ContainerAdjustment>) -> Value<'_> {
         }
         Field::Args => a.map_or(Value::Unknown, |a| Value::Args(&a.args)),
         Field::MemLimit => num(mem.and_then(|m| m.limit.as_ref()).map(|v| v.value.into())),
-        Field::MemReservation => num(
-            mem.and_then(|m| m.reservation.as_ref())
-                .map(|v| v.value.into()),
-        ),
+        Field::MemReservation => num(mem
+            .and_then(|m| m.reservation.as_ref())
+            .map(|v| v.value.into())),
         Field::MemSwapLimit => num(mem.and_then(|m| m.swap.as_ref()).map(|v| v.value.into())),
         Field::MemKernelLimit => num(mem.and_then(|m| m.kernel.as_ref()).map(|v| v.value.into())),
-        Field::MemTcpLimit => num(
-            mem.and_then(|m| m.kernel_tcp.as_ref())
-                .map(|v| v.value.into()),
-        ),
-        Field::MemSwappiness => num(
-            mem.and_then(|m| m.swappiness.as_ref())
-                .map(|v| v.value.into()),
-        ),
+        Field::MemTcpLimit => num(mem
+            .and_then(|m| m.kernel_tcp.as_ref())
+            .map(|v| v.value.into())),
+        Field::MemSwappiness => num(mem
+            .and_then(|m| m.swappiness.as_ref())
+            .map(|v| v.value.into())),
         Field::CpuShares => num(cpu.and_then(|c| c.shares.as_ref()).map(|v| v.value.into())),
         Field::CpuQuota => num(cpu.and_then(|c| c.quota.as_ref()).map(|v| v.value.into())),
         Field::CpuPeriod => num(cpu.and_then(|c| c.period.as_ref()).map(|v| v.value.into())),
-        Field::CpuRealtimeRuntime => num(
-            cpu.and_then(|c| c.realtime_runtime.as_ref())
-                .map(|v| v.value.into()),
-        ),
-        Field::CpuRealtimePeriod => num(
-            cpu.and_then(|c| c.realtime_period.as_ref())
-                .map(|v| v.value.into()),
-        ),
+        Field::CpuRealtimeRuntime => num(cpu
+            .and_then(|c| c.realtime_runtime.as_ref())
+            .map(|v| v.value.into())),
+        Field::CpuRealtimePeriod => num(cpu
+            .and_then(|c| c.realtime_period.as_ref())
+            .map(|v| v.value.into())),
         Field::CpuSetCpUs => cpu.map_or(Value::Unknown, |c| Value::Text(&c.cpus)),
         Field::CpuSetMems => cpu.map_or(Value::Unknown, |c| Value::Text(&c.mems)),
         Field::PidsLimit => num(res.and_then(|r| r.pids.as_ref()).map(|p| p.limit.into())),
@@ -159,11 +154,9 @@ fn simple_value(field: Field, a: Option<&ContainerAdjustment>) -> Value<'_> {
             .and_then(|r| r.rdt_class.as_ref())
             .map_or(Value::Unknown, |c| Value::Text(&c.value)),
         Field::CgroupsPath => linux(a).map_or(Value::Unknown, |l| Value::Text(&l.cgroups_path)),
-        Field::OomScoreAdj => num(
-            linux(a)
-                .and_then(|l| l.oom_score_adj.as_ref())
-                .map(|v| v.value.into()),
-        ),
+        Field::OomScoreAdj => num(linux(a)
+            .and_then(|l| l.oom_score_adj.as_ref())
+            .map(|v| v.value.into())),
         _ => Value::Unknown,
     }
 }
@@ -179,13 +172,21 @@ fn compound_value<'a>(field: Field, key: &str, a: Option<&'a ContainerAdjustment
             .iter()
             .find(|m| m.destination == key)
             .map(Value::Mount),
-        Field::Env => a.env.iter().find(|e| e.key == key).map(|e| Value::Text(&e.value)),
+        Field::Env => a
+            .env
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| Value::Text(&e.value)),
         Field::CdiDevices => a
             .cdi_devices
             .iter()
             .find(|d| d.name == key)
             .map(|d| Value::Text(&d.name)),
-        Field::Rlimits => a.rlimits.iter().find(|r| r.r#type == key).map(Value::Rlimit),
+        Field::Rlimits => a
+            .rlimits
+            .iter()
+            .find(|r| r.r#type == key)
+            .map(Value::Rlimit),
         Field::Devices => linux(Some(a))
             .and_then(|l| l.devices.iter().find(|d| d.path == key))
             .map(Value::Device),
@@ -277,7 +278,11 @@ impl fmt::Display for Item<'_> {
                 " (source {:?}, type {:?}, {}{})",
                 m.source,
                 m.r#type,
-                if crate::eval::mount_is_ro(m) { "ro" } else { "rw" },
+                if crate::eval::mount_is_ro(m) {
+                    "ro"
+                } else {
+                    "rw"
+                },
                 propagation_suffix(m)
             ),
             Value::Device(d) => write!(f, " (type {:?}, {}:{})", d.r#type, d.major, d.minor),

@@ -658,11 +658,12 @@ fn strip_location(msg: &str) -> String {
 
 /// The 1-based line of a top-level `key:`.
 fn top_level_key_line(text: &str, key: &str) -> Option<usize> {
-    text.lines().position(|l| {
-        l.strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with(':'))
-    })
-    .map(|i| i + 1)
+    text.lines()
+        .position(|l| {
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map(|i| i + 1)
 }
 
 /// The 1-based line of each item of the top-level `rules:` block sequence:
@@ -734,13 +735,21 @@ mod tests {
 
     #[test]
     fn errors_have_positions() {
-        let e = Policy::from_yaml_str("mode: enforce\nrules:\n  - allow:\n      resources: {cpus: {within: 1-x}}\n", "f").unwrap_err();
+        let e = Policy::from_yaml_str(
+            "mode: enforce\nrules:\n  - allow:\n      resources: {cpus: {within: 1-x}}\n",
+            "f",
+        )
+        .unwrap_err();
         let s = e.to_string();
         assert!(s.starts_with("f:4:"), "{s}");
         assert!(s.contains("invalid CPU list"), "{s}");
         let e = Policy::from_yaml_str("mode: sometimes\n", "f").unwrap_err();
         assert!(e.to_string().starts_with("f:1:7: "), "{e}");
-        let e = Policy::from_yaml_str("rules:\n  - deny:\n      oomScoreAdj: {min: 5, max: 1}\n", "f").unwrap_err();
+        let e = Policy::from_yaml_str(
+            "rules:\n  - deny:\n      oomScoreAdj: {min: 5, max: 1}\n",
+            "f",
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("f:3:"), "{e}");
         assert!(e.to_string().contains("min 5 is above max 1"), "{e}");
     }

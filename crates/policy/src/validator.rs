@@ -161,7 +161,8 @@ impl PolicyValidator {
             self.metrics.violation(mode, "", "", "default-validator");
         }
         for v in &decision.violations {
-            self.metrics.violation(mode, &v.plugin, v.field, v.rule_label());
+            self.metrics
+                .violation(mode, &v.plugin, v.field, v.rule_label());
         }
         let pod = req.pod.as_ref();
         let refusal = decision.refusal();

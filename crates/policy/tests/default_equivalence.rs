@@ -142,7 +142,11 @@ fn scenarios() -> Vec<(&'static str, DefaultValidatorConfig, Req)> {
     use ProfileType::*;
     let hooks = |o| simple(request(), Field::OciHooks, o);
     let sec = |p: Option<ProfileType>| {
-        simple(profile(request(), p.map(|p| p as i32)), Field::SeccompPolicy, "10-sec")
+        simple(
+            profile(request(), p.map(|p| p as i32)),
+            Field::SeccompPolicy,
+            "10-sec",
+        )
     };
     let only = |f: fn(&mut DefaultValidatorConfig)| cfg(f);
     let rp = REQUIRED_PLUGINS_ANNOTATION;
@@ -176,62 +180,282 @@ fn scenarios() -> Vec<(&'static str, DefaultValidatorConfig, Req)> {
         compound(r, Field::Sysctl, "fs.file-max", "40-d")
     };
     let mut out = vec![
-        ("default config accepts everything", DefaultValidatorConfig::default(), all_owned.clone()),
-        ("nothing owned", everything_rejected(), profile(sysctl(request(), "net.core.somaxconn", None), Some(RuntimeDefault as i32))),
-        ("hooks single owner", only(|c| c.reject_oci_hook_adjustment = true), hooks("10-hooks")),
-        ("hooks several owners", only(|c| c.reject_oci_hook_adjustment = true), hooks("10-a,20-b,30-c")),
-        ("hooks rule off", DefaultValidatorConfig::default(), hooks("10-a")),
-        ("hooks no adjust", only(|c| c.reject_oci_hook_adjustment = true), no_adjust(hooks("10-a"))),
-        ("hooks other container", only(|c| c.reject_oci_hook_adjustment = true), other_ctr),
+        (
+            "default config accepts everything",
+            DefaultValidatorConfig::default(),
+            all_owned.clone(),
+        ),
+        (
+            "nothing owned",
+            everything_rejected(),
+            profile(
+                sysctl(request(), "net.core.somaxconn", None),
+                Some(RuntimeDefault as i32),
+            ),
+        ),
+        (
+            "hooks single owner",
+            only(|c| c.reject_oci_hook_adjustment = true),
+            hooks("10-hooks"),
+        ),
+        (
+            "hooks several owners",
+            only(|c| c.reject_oci_hook_adjustment = true),
+            hooks("10-a,20-b,30-c"),
+        ),
+        (
+            "hooks rule off",
+            DefaultValidatorConfig::default(),
+            hooks("10-a"),
+        ),
+        (
+            "hooks no adjust",
+            only(|c| c.reject_oci_hook_adjustment = true),
+            no_adjust(hooks("10-a")),
+        ),
+        (
+            "hooks other container",
+            only(|c| c.reject_oci_hook_adjustment = true),
+            other_ctr,
+        ),
         ("hooks cleared", everything_rejected(), hooks("-10-a")),
-        ("seccomp unconfined", only(|c| c.reject_unconfined_seccomp_adjustment = true), sec(Some(Unconfined))),
-        ("seccomp no profile", only(|c| c.reject_unconfined_seccomp_adjustment = true), sec(None)),
-        ("seccomp no linux", only(|c| c.reject_unconfined_seccomp_adjustment = true), simple(request(), Field::SeccompPolicy, "10-sec")),
-        ("seccomp runtime default", only(|c| c.reject_runtime_default_seccomp_adjustment = true), sec(Some(RuntimeDefault))),
-        ("seccomp custom", only(|c| c.reject_custom_seccomp_adjustment = true), sec(Some(Localhost))),
-        ("seccomp unknown profile", everything_rejected(), unknown_profile),
-        ("seccomp no adjust", everything_rejected(), no_adjust(simple(request(), Field::SeccompPolicy, "10-sec"))),
-        ("seccomp unowned", everything_rejected(), simple(request(), Field::MemLimit, "10-mem")),
-        ("namespace single", only(|c| c.reject_namespace_adjustment = true), compound(request(), Field::Namespace, "network", "10-net")),
-        ("namespace several", only(|c| c.reject_namespace_adjustment = true),
-            compound(compound(compound(request(), Field::Namespace, "pid", "20-pid"), Field::Namespace, "ipc", "30-ipc"), Field::Namespace, "network", "-10-net")),
-        ("namespace empty map", only(|c| c.reject_namespace_adjustment = true), empty_ns),
-        ("namespace rule off", DefaultValidatorConfig::default(), compound(request(), Field::Namespace, "network", "10-net")),
-        ("namespace no adjust", everything_rejected(), no_adjust(compound(request(), Field::Namespace, "network", "10-net"))),
+        (
+            "seccomp unconfined",
+            only(|c| c.reject_unconfined_seccomp_adjustment = true),
+            sec(Some(Unconfined)),
+        ),
+        (
+            "seccomp no profile",
+            only(|c| c.reject_unconfined_seccomp_adjustment = true),
+            sec(None),
+        ),
+        (
+            "seccomp no linux",
+            only(|c| c.reject_unconfined_seccomp_adjustment = true),
+            simple(request(), Field::SeccompPolicy, "10-sec"),
+        ),
+        (
+            "seccomp runtime default",
+            only(|c| c.reject_runtime_default_seccomp_adjustment = true),
+            sec(Some(RuntimeDefault)),
+        ),
+        (
+            "seccomp custom",
+            only(|c| c.reject_custom_seccomp_adjustment = true),
+            sec(Some(Localhost)),
+        ),
+        (
+            "seccomp unknown profile",
+            everything_rejected(),
+            unknown_profile,
+        ),
+        (
+            "seccomp no adjust",
+            everything_rejected(),
+            no_adjust(simple(request(), Field::SeccompPolicy, "10-sec")),
+        ),
+        (
+            "seccomp unowned",
+            everything_rejected(),
+            simple(request(), Field::MemLimit, "10-mem"),
+        ),
+        (
+            "namespace single",
+            only(|c| c.reject_namespace_adjustment = true),
+            compound(request(), Field::Namespace, "network", "10-net"),
+        ),
+        (
+            "namespace several",
+            only(|c| c.reject_namespace_adjustment = true),
+            compound(
+                compound(
+                    compound(request(), Field::Namespace, "pid", "20-pid"),
+                    Field::Namespace,
+                    "ipc",
+                    "30-ipc",
+                ),
+                Field::Namespace,
+                "network",
+                "-10-net",
+            ),
+        ),
+        (
+            "namespace empty map",
+            only(|c| c.reject_namespace_adjustment = true),
+            empty_ns,
+        ),
+        (
+            "namespace rule off",
+            DefaultValidatorConfig::default(),
+            compound(request(), Field::Namespace, "network", "10-net"),
+        ),
+        (
+            "namespace no adjust",
+            everything_rejected(),
+            no_adjust(compound(request(), Field::Namespace, "network", "10-net")),
+        ),
         ("required single missing", requiring(&["res"]), request()),
-        ("required several missing", requiring(&["a", "default-validator", "10-b", "c"]), request()),
-        ("required present", requiring(&["res", "10-res", "00-default-validator"]), with_plugins(request(), &[("10", "res")])),
-        ("required qualified missing", requiring(&["20-res"]), with_plugins(request(), &[("10", "res")])),
-        ("required without adjustment", requiring(&["res"]), no_ctr.clone()),
-        ("required without container", requiring(&["res"]), nothing.clone()),
-        ("nothing required without container", requiring(&[]), nothing),
-        ("required from annotation", requiring(&["a"]), annotate(request(), rp, r#"["x", "y"]"#)),
-        ("required from annotation, present", requiring(&["a"]), with_plugins(annotate(request(), rp, r#"["x", "y"]"#), &[("10", "x"), ("20", "y")])),
-        ("annotation only, present", requiring(&[]), with_plugins(annotate(request(), rp, r#"["x", "y"]"#), &[("10", "x"), ("20", "y")])),
-        ("annotation flow list", DefaultValidatorConfig::default(), annotate(request(), &format!("{rp}/container.{NAME}"), "[ plugin ]")),
-        ("annotation pod scope", DefaultValidatorConfig::default(), annotate(annotate(request(), rp, "[plain]"), &format!("{rp}/pod"), "[pod]")),
-        ("annotation container scope", DefaultValidatorConfig::default(),
-            annotate(annotate(annotate(annotate(request(), rp, "[plain]"), &format!("{rp}/pod"), "[pod]"), &format!("{rp}/container.{NAME}"), "[ctr]"), &format!("{rp}/container.other"), "[other]")),
-        ("annotation invalid", DefaultValidatorConfig::default(), annotate(request(), rp, "{not: a list}")),
-        ("tolerate invalid", requiring(&[]), annotate(request(), "tolerate-missing", "yes")),
-        ("tolerate scoped false", requiring(&["res"]), annotate(annotate(request(), "tolerate-missing", "true"), &format!("tolerate-missing/container.{NAME}"), "false")),
-        ("tolerate scoped true", requiring(&["res"]),
-            annotate(annotate(annotate(request(), "tolerate-missing", "true"), &format!("tolerate-missing/container.{NAME}"), "true"), "tolerate-missing/pod", "false")),
-        ("tolerate not configured", cfg(|c| c.required_plugins = vec!["res".into()]), annotate(request(), "tolerate-missing", "true")),
-        ("sysctl single", only(|c| c.reject_sysctl_adjustment = true), sysctl(request(), "net.ipv4.ip_forward", Some("10-net"))),
-        ("sysctl several", only(|c| c.reject_sysctl_adjustment = true), sysctls),
-        ("sysctl no linux adjustment", everything_rejected(), compound(request(), Field::Sysctl, "a.b", "10-a")),
-        ("sysctl rule off", DefaultValidatorConfig::default(), sysctl(request(), "a.b", Some("10-a"))),
+        (
+            "required several missing",
+            requiring(&["a", "default-validator", "10-b", "c"]),
+            request(),
+        ),
+        (
+            "required present",
+            requiring(&["res", "10-res", "00-default-validator"]),
+            with_plugins(request(), &[("10", "res")]),
+        ),
+        (
+            "required qualified missing",
+            requiring(&["20-res"]),
+            with_plugins(request(), &[("10", "res")]),
+        ),
+        (
+            "required without adjustment",
+            requiring(&["res"]),
+            no_ctr.clone(),
+        ),
+        (
+            "required without container",
+            requiring(&["res"]),
+            nothing.clone(),
+        ),
+        (
+            "nothing required without container",
+            requiring(&[]),
+            nothing,
+        ),
+        (
+            "required from annotation",
+            requiring(&["a"]),
+            annotate(request(), rp, r#"["x", "y"]"#),
+        ),
+        (
+            "required from annotation, present",
+            requiring(&["a"]),
+            with_plugins(
+                annotate(request(), rp, r#"["x", "y"]"#),
+                &[("10", "x"), ("20", "y")],
+            ),
+        ),
+        (
+            "annotation only, present",
+            requiring(&[]),
+            with_plugins(
+                annotate(request(), rp, r#"["x", "y"]"#),
+                &[("10", "x"), ("20", "y")],
+            ),
+        ),
+        (
+            "annotation flow list",
+            DefaultValidatorConfig::default(),
+            annotate(request(), &format!("{rp}/container.{NAME}"), "[ plugin ]"),
+        ),
+        (
+            "annotation pod scope",
+            DefaultValidatorConfig::default(),
+            annotate(
+                annotate(request(), rp, "[plain]"),
+                &format!("{rp}/pod"),
+                "[pod]",
+            ),
+        ),
+        (
+            "annotation container scope",
+            DefaultValidatorConfig::default(),
+            annotate(
+                annotate(
+                    annotate(
+                        annotate(request(), rp, "[plain]"),
+                        &format!("{rp}/pod"),
+                        "[pod]",
+                    ),
+                    &format!("{rp}/container.{NAME}"),
+                    "[ctr]",
+                ),
+                &format!("{rp}/container.other"),
+                "[other]",
+            ),
+        ),
+        (
+            "annotation invalid",
+            DefaultValidatorConfig::default(),
+            annotate(request(), rp, "{not: a list}"),
+        ),
+        (
+            "tolerate invalid",
+            requiring(&[]),
+            annotate(request(), "tolerate-missing", "yes"),
+        ),
+        (
+            "tolerate scoped false",
+            requiring(&["res"]),
+            annotate(
+                annotate(request(), "tolerate-missing", "true"),
+                &format!("tolerate-missing/container.{NAME}"),
+                "false",
+            ),
+        ),
+        (
+            "tolerate scoped true",
+            requiring(&["res"]),
+            annotate(
+                annotate(
+                    annotate(request(), "tolerate-missing", "true"),
+                    &format!("tolerate-missing/container.{NAME}"),
+                    "true",
+                ),
+                "tolerate-missing/pod",
+                "false",
+            ),
+        ),
+        (
+            "tolerate not configured",
+            cfg(|c| c.required_plugins = vec!["res".into()]),
+            annotate(request(), "tolerate-missing", "true"),
+        ),
+        (
+            "sysctl single",
+            only(|c| c.reject_sysctl_adjustment = true),
+            sysctl(request(), "net.ipv4.ip_forward", Some("10-net")),
+        ),
+        (
+            "sysctl several",
+            only(|c| c.reject_sysctl_adjustment = true),
+            sysctls,
+        ),
+        (
+            "sysctl no linux adjustment",
+            everything_rejected(),
+            compound(request(), Field::Sysctl, "a.b", "10-a"),
+        ),
+        (
+            "sysctl rule off",
+            DefaultValidatorConfig::default(),
+            sysctl(request(), "a.b", Some("10-a")),
+        ),
         ("missing owners", everything_rejected(), missing_owners),
     ];
     for value in ["true", "1", "t", "T", "TRUE", "True"] {
-        out.push(("tolerate true", requiring(&["res"]), annotate(annotate(request(), "tolerate-missing", value), rp, "{")));
+        out.push((
+            "tolerate true",
+            requiring(&["res"]),
+            annotate(annotate(request(), "tolerate-missing", value), rp, "{"),
+        ));
     }
     for value in ["false", "0", "f", "F", "FALSE", "False"] {
-        out.push(("tolerate false", requiring(&["res"]), annotate(request(), "tolerate-missing", value)));
+        out.push((
+            "tolerate false",
+            requiring(&["res"]),
+            annotate(request(), "tolerate-missing", value),
+        ));
     }
     // Rule order: everything at once, each rule switched off in turn.
-    let mut everything = simple(profile(request(), Some(Unconfined as i32)), Field::OciHooks, "10-hook");
+    let mut everything = simple(
+        profile(request(), Some(Unconfined as i32)),
+        Field::OciHooks,
+        "10-hook",
+    );
     everything = simple(everything, Field::SeccompPolicy, "20-sec");
     everything = compound(everything, Field::Namespace, "network", "30-ns");
     everything = sysctl(everything, "net.x", Some("40-sys"));
@@ -279,7 +503,10 @@ fn same_verdict(what: &str, cfg: &DefaultValidatorConfig, req: &Req) {
         let text = policy_text(cfg, rules);
         let policy = Policy::from_yaml_str(&text, "policy.yaml")
             .unwrap_or_else(|e| panic!("{what}: {e}\n{text}"));
-        assert_eq!(policy.default_validator.required_plugins, cfg.required_plugins);
+        assert_eq!(
+            policy.default_validator.required_plugins,
+            cfg.required_plugins
+        );
         let got = PolicyValidator::new(policy)
             .validate(req)
             .map_err(|e| e.to_string());
@@ -308,7 +535,10 @@ fn snake_case_words_are_the_same_options() {
     assert!(p.default_validator.reject_oci_hook_adjustment);
     assert!(p.default_validator.reject_sysctl_adjustment);
     assert_eq!(p.default_validator.required_plugins, ["a"]);
-    assert_eq!(p.default_validator.tolerate_missing_plugins_annotation, "tol");
+    assert_eq!(
+        p.default_validator.tolerate_missing_plugins_annotation,
+        "tol"
+    );
 }
 
 #[test]
@@ -321,7 +551,10 @@ fn enable_false_accepts_everything_as_the_plugin_does() {
 fn arb_config() -> impl Strategy<Value = DefaultValidatorConfig> {
     (
         any::<[bool; 6]>(),
-        proptest::collection::vec(prop::sample::select(vec!["a", "10-a", "b", "20-b", "default-validator"]), 0..3),
+        proptest::collection::vec(
+            prop::sample::select(vec!["a", "10-a", "b", "20-b", "default-validator"]),
+            0..3,
+        ),
         any::<bool>(),
     )
         .prop_map(|(b, req, tol)| DefaultValidatorConfig {
@@ -344,43 +577,55 @@ fn arb_request() -> impl Strategy<Value = Req> {
         proptest::option::of(owner.clone()),
         proptest::option::of(0..4i32),
         proptest::option::of(owner.clone()),
-        proptest::collection::btree_map(prop::sample::select(vec!["k.a", "k.b", "k.c"]), proptest::option::of(owner), 0..3),
-        proptest::collection::vec((prop::sample::select(vec!["10", "20"]), prop::sample::select(vec!["a", "b"])), 0..3),
+        proptest::collection::btree_map(
+            prop::sample::select(vec!["k.a", "k.b", "k.c"]),
+            proptest::option::of(owner),
+            0..3,
+        ),
+        proptest::collection::vec(
+            (
+                prop::sample::select(vec!["10", "20"]),
+                prop::sample::select(vec!["a", "b"]),
+            ),
+            0..3,
+        ),
         proptest::option::of(prop::sample::select(vec!["true", "false", "maybe"])),
         proptest::option::of(prop::sample::select(vec!["[a]", "[b, c]", "{", "[]"])),
         any::<bool>(),
     )
-        .prop_map(|(hooks, sec, prof, ns, sysctls, plugins, tol, reqd, adjust)| {
-            let mut r = request();
-            if let Some(o) = hooks {
-                r = simple(r, Field::OciHooks, o);
-            }
-            if let Some(o) = sec {
-                r = simple(r, Field::SeccompPolicy, o);
-            }
-            if let Some(p) = prof {
-                r = profile(r, Some(p));
-            }
-            if let Some(o) = ns {
-                r = compound(r, Field::Namespace, "network", o);
-            }
-            for (k, o) in sysctls {
-                r = sysctl(r, k, o);
-            }
-            for (i, n) in plugins {
-                r = with_plugins(r, &[(i, n)]);
-            }
-            if let Some(t) = tol {
-                r = annotate(r, "tol", t);
-            }
-            if let Some(v) = reqd {
-                r = annotate(r, REQUIRED_PLUGINS_ANNOTATION, v);
-            }
-            if !adjust {
-                r = no_adjust(r);
-            }
-            r
-        })
+        .prop_map(
+            |(hooks, sec, prof, ns, sysctls, plugins, tol, reqd, adjust)| {
+                let mut r = request();
+                if let Some(o) = hooks {
+                    r = simple(r, Field::OciHooks, o);
+                }
+                if let Some(o) = sec {
+                    r = simple(r, Field::SeccompPolicy, o);
+                }
+                if let Some(p) = prof {
+                    r = profile(r, Some(p));
+                }
+                if let Some(o) = ns {
+                    r = compound(r, Field::Namespace, "network", o);
+                }
+                for (k, o) in sysctls {
+                    r = sysctl(r, k, o);
+                }
+                for (i, n) in plugins {
+                    r = with_plugins(r, &[(i, n)]);
+                }
+                if let Some(t) = tol {
+                    r = annotate(r, "tol", t);
+                }
+                if let Some(v) = reqd {
+                    r = annotate(r, REQUIRED_PLUGINS_ANNOTATION, v);
+                }
+                if !adjust {
+                    r = no_adjust(r);
+                }
+                r
+            },
+        )
 }
 
 proptest! {

@@ -22,8 +22,9 @@ pub struct Args {
     /// The flags every sample plugin takes.
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Policy file (YAML); reloaded when it changes and on SIGHUP.
-    #[arg(long, visible_alias = "config", value_name = "FILE")]
+    /// Policy file (YAML); reloaded when it changes and on SIGHUP. `-config FILE`
+    /// names it too when `-policy` is not given.
+    #[arg(long, value_name = "FILE")]
     pub policy: Option<String>,
     /// Serve Prometheus counters on `GET /metrics`: `PORT`, `:PORT` (loopback) or `IP:PORT`.
     #[arg(long, value_name = "ADDR")]
@@ -31,6 +32,15 @@ pub struct Args {
     /// How often to look for a changed policy file, in milliseconds (0: only on SIGHUP).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub reload_interval: u64,
+}
+
+impl Args {
+    /// The policy file: `-policy`, else `-config`.
+    pub fn policy_file(&self) -> Option<String> {
+        self.policy
+            .clone()
+            .or_else(|| self.common.config.as_ref().map(|p| p.display().to_string()))
+    }
 }
 
 #[cfg(test)]
@@ -43,14 +53,22 @@ mod tests {
     fn flags() {
         let a = try_parse_flags::<Args>(
             &INFO,
-            &["-policy", "/p.yaml", "-metrics-addr", ":9464", "-reload-interval", "0"],
+            &[
+                "-policy",
+                "/p.yaml",
+                "-metrics-addr",
+                ":9464",
+                "-reload-interval",
+                "0",
+            ],
         )
         .unwrap();
         assert_eq!(a.policy.as_deref(), Some("/p.yaml"));
         assert_eq!(a.metrics_addr.as_deref(), Some(":9464"));
         assert_eq!(a.reload_interval, 0);
         let b = try_parse_flags::<Args>(&INFO, &["-config", "/c"]).unwrap();
-        assert_eq!(b.policy.as_deref(), Some("/c"));
+        assert_eq!(b.policy_file().as_deref(), Some("/c"));
         assert_eq!(b.reload_interval, 1000);
+        assert_eq!(a.policy_file().as_deref(), Some("/p.yaml"));
     }
 }

@@ -68,12 +68,17 @@ async fn respond(mut stream: TcpStream, validator: &PolicyValidator) -> std::io:
     if !matches!(read, Ok(Ok(()))) {
         return Ok(());
     }
-    let line = String::from_utf8_lossy(head.split(|b| *b == b'\n').next().unwrap_or_default()).to_string();
+    let line =
+        String::from_utf8_lossy(head.split(|b| *b == b'\n').next().unwrap_or_default()).to_string();
     let mut words = line.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
     let (status, ctype, body) = if method != "GET" {
-        ("405 Method Not Allowed", "text/plain", "only GET\n".to_owned())
+        (
+            "405 Method Not Allowed",
+            "text/plain",
+            "only GET\n".to_owned(),
+        )
     } else if path != "/metrics" {
         ("404 Not Found", "text/plain", "try /metrics\n".to_owned())
     } else {

@@ -20,7 +20,8 @@ async fn main() -> ExitCode {
     let args = nri_plugin_util::parse_args::<Args>(&INFO);
     let _tracing = nri_plugin_util::init_tracing(&args.common, &INFO);
 
-    let validator = match args.policy.as_deref() {
+    let policy_file = args.policy_file();
+    let validator = match policy_file.as_deref() {
         None => PolicyValidator::new(Policy::empty("(no policy file)")),
         Some(path) => match PolicyValidator::load(std::path::Path::new(path)) {
             Ok(v) => v,
@@ -39,8 +40,9 @@ async fn main() -> ExitCode {
         "starting policy validator"
     );
 
-    if let Some(path) = args.policy.as_deref() {
-        let interval = (args.reload_interval > 0).then(|| Duration::from_millis(args.reload_interval));
+    if let Some(path) = policy_file.as_deref() {
+        let interval =
+            (args.reload_interval > 0).then(|| Duration::from_millis(args.reload_interval));
         tokio::spawn(nri_plugin_policy::reload::watch(
             validator.clone(),
             PathBuf::from(path),

@@ -18,7 +18,10 @@ impl PolicyPlugin {
     }
 
     /// Checks one request: `Err` carries the rejection reason.
-    pub fn check(&self, req: &ValidateContainerAdjustmentRequest) -> Result<(), nri_policy::Refusal> {
+    pub fn check(
+        &self,
+        req: &ValidateContainerAdjustmentRequest,
+    ) -> Result<(), nri_policy::Refusal> {
         self.validator.validate(req)
     }
 }

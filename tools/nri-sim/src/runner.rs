@@ -240,6 +240,7 @@ impl Sim {
             request_timeout,
             busy_poll: None,
             default_validator: scenario.default_validator.clone(),
+            policy_validator: None,
         };
         let listen = config.socket_path.clone();
         let recorder = Arc::new(Recorder::default());
