@@ -158,17 +158,19 @@ where
     }
 }
 
+/// `v` as an object (tests build specs with `json!`).
+#[cfg(test)]
+pub(crate) fn obj(v: Value) -> Obj {
+    match v {
+        Value::Object(o) => o,
+        _ => panic!("not an object"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn obj(v: Value) -> Obj {
-        match v {
-            Value::Object(o) => o,
-            _ => panic!("not an object"),
-        }
-    }
 
     #[test]
     fn obj_mut_creates_missing_and_null_members() {

@@ -193,15 +193,9 @@ pub(crate) fn adjust_rdt(root: &mut Obj, rdt: &LinuxRdt) -> Result<(), AdjustErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::obj;
     use nri_api::{opt, MpolMode};
     use serde_json::json;
-
-    fn obj(v: Value) -> Obj {
-        match v {
-            Value::Object(o) => o,
-            _ => panic!("not an object"),
-        }
-    }
 
     fn dev(path: &str, t: &str, major: i64, minor: i64) -> LinuxDevice {
         LinuxDevice {

@@ -112,14 +112,8 @@ pub(crate) fn adjust_hooks(root: &mut Obj, hooks: &Hooks) -> Result<(), AdjustEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::obj;
     use serde_json::json;
-
-    fn obj(v: Value) -> Obj {
-        match v {
-            Value::Object(o) => o,
-            _ => panic!("not an object"),
-        }
-    }
 
     fn map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
         entries

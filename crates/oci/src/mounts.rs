@@ -152,17 +152,11 @@ pub(crate) fn clean_path(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::obj;
     use serde_json::{json, Value};
 
     fn dest(v: &Value) -> &str {
         v.get("destination").and_then(Value::as_str).unwrap_or("")
-    }
-
-    fn obj(v: Value) -> Obj {
-        match v {
-            Value::Object(o) => o,
-            _ => panic!("not an object"),
-        }
     }
 
     fn mnt(dest: &str, src: &str, opts: &[&str]) -> Mount {

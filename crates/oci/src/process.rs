@@ -147,15 +147,9 @@ pub(crate) fn adjust_rlimits(root: &mut Obj, rlimits: &[PosixRlimit]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::obj;
     use nri_api::IoPrioClass;
     use serde_json::json;
-
-    fn obj(v: Value) -> Obj {
-        match v {
-            Value::Object(o) => o,
-            _ => panic!("not an object"),
-        }
-    }
 
     fn kv(k: &str, v: &str) -> KeyValue {
         KeyValue {

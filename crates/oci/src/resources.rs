@@ -123,15 +123,9 @@ pub(crate) fn adjust_resources(root: &mut Obj, r: &LinuxResources) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::obj;
     use nri_api::{opt, HugepageLimit, LinuxDeviceCgroup};
     use serde_json::json;
-
-    fn obj(v: Value) -> Obj {
-        match v {
-            Value::Object(o) => o,
-            _ => panic!("not an object"),
-        }
-    }
 
     #[test]
     fn empty_resources_only_create_linux() {
