@@ -12,6 +12,38 @@ use nri_api::{
 use super::{linux_of, reply_linux_of, Merge};
 use crate::error::ConflictError;
 
+/// Linux fields owned as a whole: the first plugin to set one claims it, and
+/// its value goes to both the request container and the reply.
+macro_rules! whole_fields {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty => $field:ident;)*) => {
+        impl Merge<'_> {
+            $(
+                $(#[$doc])*
+                pub(super) fn $name(&mut self, value: Option<$ty>) -> Result<(), ConflictError> {
+                    let Some(value) = value else {
+                        return Ok(());
+                    };
+                    self.owners.claim(self.id, Field::$field, self.plugin)?;
+                    linux_of(self.container).$name = Some(Clone::clone(&value));
+                    reply_linux_of(self.reply).$name = Some(value);
+                    Ok(())
+                }
+            )*
+        }
+    };
+}
+
+whole_fields! {
+    /// The OOM score adjustment.
+    oom_score_adj: OptionalInt => OomScoreAdj;
+    /// The I/O priority, as a whole.
+    io_priority: LinuxIoPriority => IoPriority;
+    /// The seccomp policy, replaced as a whole.
+    seccomp_policy: LinuxSeccomp => SeccompPolicy;
+    /// The process scheduling attributes, as a whole.
+    scheduler: LinuxScheduler => LinuxSched;
+}
+
 impl Merge<'_> {
     /// The cgroups path; an empty path changes nothing.
     pub(super) fn cgroups_path(&mut self, path: String) -> Result<(), ConflictError> {
@@ -22,50 +54,6 @@ impl Merge<'_> {
             .claim(self.id, Field::CgroupsPath, self.plugin)?;
         linux_of(self.container).cgroups_path.clone_from(&path);
         reply_linux_of(self.reply).cgroups_path = path;
-        Ok(())
-    }
-
-    /// The OOM score adjustment.
-    pub(super) fn oom_score_adj(
-        &mut self,
-        value: Option<OptionalInt>,
-    ) -> Result<(), ConflictError> {
-        let Some(value) = value else {
-            return Ok(());
-        };
-        self.owners
-            .claim(self.id, Field::OomScoreAdj, self.plugin)?;
-        linux_of(self.container).oom_score_adj = Some(value);
-        reply_linux_of(self.reply).oom_score_adj = Some(value);
-        Ok(())
-    }
-
-    /// The I/O priority, as a whole.
-    pub(super) fn io_priority(
-        &mut self,
-        value: Option<LinuxIoPriority>,
-    ) -> Result<(), ConflictError> {
-        let Some(value) = value else {
-            return Ok(());
-        };
-        self.owners.claim(self.id, Field::IoPriority, self.plugin)?;
-        linux_of(self.container).io_priority = Some(value);
-        reply_linux_of(self.reply).io_priority = Some(value);
-        Ok(())
-    }
-
-    /// The seccomp policy, replaced as a whole.
-    pub(super) fn seccomp_policy(
-        &mut self,
-        value: Option<LinuxSeccomp>,
-    ) -> Result<(), ConflictError> {
-        let Some(value) = value else {
-            return Ok(());
-        };
-        self.owners
-            .claim(self.id, Field::SeccompPolicy, self.plugin)?;
-        linux_of(self.container).seccomp_policy = Some(value.clone());
-        reply_linux_of(self.reply).seccomp_policy = Some(value);
         Ok(())
     }
 
@@ -114,17 +102,6 @@ impl Merge<'_> {
 
         *container = slots.into_iter().flatten().collect();
         result
-    }
-
-    /// The process scheduling attributes, as a whole.
-    pub(super) fn scheduler(&mut self, value: Option<LinuxScheduler>) -> Result<(), ConflictError> {
-        let Some(value) = value else {
-            return Ok(());
-        };
-        self.owners.claim(self.id, Field::LinuxSched, self.plugin)?;
-        linux_of(self.container).scheduler = Some(value.clone());
-        reply_linux_of(self.reply).scheduler = Some(value);
-        Ok(())
     }
 
     /// RDT settings, each of CLOS id, schemata and monitoring owned on its

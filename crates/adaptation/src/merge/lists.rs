@@ -19,11 +19,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use nri_api::markers::is_marked_for_removal;
-use nri_api::{Field, KeyValue, LinuxDevice, Mount};
+use nri_api::{ContainerAdjustment, Field, KeyValue, LinuxDevice, Mount};
 
 use super::{linux_of, reply_linux_of, Merge};
 use crate::error::ConflictError;
-use crate::owners::Owners;
 
 /// A plugin's list, split by the removal marker.
 struct Split<T> {
@@ -60,14 +59,14 @@ fn split<T>(items: Vec<T>, key: fn(&T) -> &str) -> Split<T> {
 /// ownership), then claims and appends the additions. Returns the removed
 /// keys that matched nothing in the reply.
 fn merge_reply<T: Clone>(
-    owners: &mut Owners,
-    id: &str,
-    plugin: &str,
+    merge: &mut Merge<'_>,
     field: Field,
     key: fn(&T) -> &str,
     split: &Split<T>,
-    reply: &mut Vec<T>,
+    reply: fn(&mut ContainerAdjustment) -> &mut Vec<T>,
 ) -> Result<BTreeSet<String>, ConflictError> {
+    let (owners, id, plugin) = (&mut *merge.owners, merge.id, merge.plugin);
+    let reply = reply(merge.reply);
     let mut unmatched: BTreeSet<String> = split.removed.keys().cloned().collect();
     if !split.removed.is_empty() {
         reply.retain(|item| {
@@ -119,15 +118,7 @@ impl Merge<'_> {
             return Ok(());
         }
         let split = split(mounts, mount_key);
-        merge_reply(
-            self.owners,
-            self.id,
-            self.plugin,
-            Field::Mounts,
-            mount_key,
-            &split,
-            &mut self.reply.mounts,
-        )?;
+        merge_reply(self, Field::Mounts, mount_key, &split, |r| &mut r.mounts)?;
         self.container
             .mounts
             .retain(|m| !split.touches(&m.destination));
@@ -152,15 +143,9 @@ impl Merge<'_> {
             return Ok(());
         }
         let split = split(devices, device_key);
-        let unmatched = merge_reply(
-            self.owners,
-            self.id,
-            self.plugin,
-            Field::Devices,
-            device_key,
-            &split,
-            &mut reply_linux_of(self.reply).devices,
-        )?;
+        let unmatched = merge_reply(self, Field::Devices, device_key, &split, |r| {
+            &mut reply_linux_of(r).devices
+        })?;
         self.warn_lost_removals("device", &unmatched, &split.added);
 
         let container = &mut linux_of(self.container).devices;
@@ -176,15 +161,7 @@ impl Merge<'_> {
             return Ok(());
         }
         let split = split(env, env_key);
-        let unmatched = merge_reply(
-            self.owners,
-            self.id,
-            self.plugin,
-            Field::Env,
-            env_key,
-            &split,
-            &mut self.reply.env,
-        )?;
+        let unmatched = merge_reply(self, Field::Env, env_key, &split, |r| &mut r.env)?;
         self.warn_lost_removals("environment variable", &unmatched, &split.added);
         self.warn_env_overrides(&split);
 
