@@ -241,6 +241,8 @@ impl Sim {
             busy_poll: None,
             default_validator: scenario.default_validator.clone(),
             policy_validator: None,
+            // The socket's mode and allow-lists: nri-integration's defaults.
+            ..Config::default()
         };
         let listen = config.socket_path.clone();
         let recorder = Arc::new(Recorder::default());
