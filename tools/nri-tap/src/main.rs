@@ -131,9 +131,21 @@ async fn run(cli: Cli) -> ExitCode {
                 listen.display(),
                 runtime.display()
             );
+            let mut term = match tokio::signal::unix::signal(
+                tokio::signal::unix::SignalKind::terminate(),
+            ) {
+                Ok(t) => t,
+                Err(e) => return fail(format!("cannot handle SIGTERM: {e}")),
+            };
             tokio::select! {
                 () = proxy::serve(listener, runtime, recorder) => {}
                 _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            // The listening socket goes with the tap (SIGINT or SIGTERM), so
+            // that a plugin pointed at it is refused instead of waiting.
+            if let Err(e) = std::fs::remove_file(&listen) {
+                eprintln!("nri-tap: cannot remove {}: {e}", listen.display());
             }
             // Sessions still running keep their recorders; what was
             // recorded so far is flushed line by line already.
