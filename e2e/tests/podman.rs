@@ -423,6 +423,14 @@ fn daemon_down_policies() {
     let err = stderr(&out);
     assert!(err.contains("cannot connect to nri-hostd"), "{err}");
     assert!(err.contains("on_unreachable"), "{err}");
+    // podman takes "no such file or directory" in a runtime's error output
+    // for the runtime binary missing (exit 127, "OCI runtime attempted to
+    // invoke a command that was not found"): a stopped daemon must read as
+    // what it is.
+    assert!(err.contains("is nri-hostd running?"), "{err}");
+    assert!(!err.to_ascii_lowercase().contains("no such file or directory"), "{err}");
+    assert!(!err.contains("attempted to invoke a command that was not found"), "{err}");
+    assert_ne!(out.status.code(), Some(127), "{err}");
 }
 
 /// `nri-runc` driven through runc's command line, on a bundle made with
