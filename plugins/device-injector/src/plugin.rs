@@ -21,11 +21,16 @@ pub(crate) fn container_name(pod: &PodSandbox, ctr: &Container) -> String {
 }
 
 /// What the plugin adjusts; what a runtime does not apply of it is left out.
-const NEEDS: [Adjustment; 4] = [
+const NEEDS: [Adjustment; 9] = [
     Adjustment::Devices,
     Adjustment::CdiDevices,
     Adjustment::Mounts,
     Adjustment::MountOptions,
+    Adjustment::IoPriority,
+    Adjustment::Scheduler,
+    Adjustment::NetDevices,
+    Adjustment::Sysctl,
+    Adjustment::MemoryPolicy,
 ];
 
 #[nri_stub::plugin]

@@ -81,3 +81,63 @@ async fn annotations_become_adjustments_on_our_adaptation() {
     );
     rt.stop().await;
 }
+
+/// Under Docker's own NRI (runtime name `docker`), which applies only environment
+/// variables and mounts whose only option is `ro`, the plugin says once at Configure
+/// what it leaves out, and gives each container only the read-only mount instead of
+/// an adjustment Docker would fail it on.
+#[tokio::test(flavor = "current_thread")]
+async fn under_docker_only_the_read_only_mount_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (nri, plugin) = nri_interop::plugin_tests::run_with_runtime_named(
+        dir.path(),
+        "docker",
+        BIN,
+        &["-idx", "10"],
+        "10-device-injector",
+    )
+    .await;
+    let pod = pod(
+        "pod0",
+        &[
+            (
+                "devices.noderesource.dev/container.c0",
+                "- {path: /dev/nri-null, type: c, major: 1, minor: 3}",
+            ),
+            (
+                "mounts.noderesource.dev/container.c0",
+                "- {source: /home, destination: /host-home, type: bind, options: [ro]}\n\
+                 - {source: /tmp, destination: /host-tmp, type: bind, options: [rbind, rw]}",
+            ),
+            (
+                "sysctl.noderesource.dev/container.c0",
+                "net.core.somaxconn: 256",
+            ),
+        ],
+    );
+    for _ in 0..2 {
+        let reply = nri
+            .create_container(CreateContainerRequest {
+                pod: Some(pod.clone()),
+                container: Some(container("pod0", "c0", &["sh"])),
+            })
+            .await
+            .unwrap();
+        let adjust = reply.adjust.unwrap();
+        let mounts: Vec<_> = adjust
+            .mounts
+            .iter()
+            .map(|m| m.destination.as_str())
+            .collect();
+        assert_eq!(mounts, ["/host-home"], "{adjust:?}");
+        let linux = adjust.linux.unwrap_or_default();
+        assert!(linux.devices.is_empty(), "{linux:?}");
+        assert!(linux.sysctl.is_empty(), "{linux:?}");
+    }
+    nri.stop().await;
+    let log = plugin.log();
+    let warning = "device-injector: runtime docker 29.2.0 does not apply devices, CDI devices, \
+                   mount options other than ro, I/O priority, scheduler, network devices, \
+                   sysctls, memory policy: this plugin leaves them out of its adjustments";
+    assert_eq!(log.matches(warning).count(), 1, "{log}");
+}
