@@ -27,7 +27,9 @@ use serde_json::{json, Value};
 
 use crate::containerd::{self, CONTAINERD_VERSION};
 use crate::gobuild::{go, go_build_cached};
-use crate::host::{kill_processes_mentioning, remove_cgroups, run, unmount_below, wait_for, Daemon};
+use crate::host::{
+    kill_processes_mentioning, remove_cgroups, run, unmount_below, wait_for, Daemon,
+};
 use crate::image;
 use crate::{E2eError, Result};
 
@@ -49,10 +51,9 @@ pub const WAIT: Duration = Duration::from_secs(60);
 /// (about eleven minutes on two busy cores).
 pub fn dockerd_binary() -> Result<PathBuf> {
     let dir = go_build_cached(&format!("dockerd-{MOBY_VERSION}"), &["dockerd"], |out| {
-        run(go()
-            .env("GOBIN", out)
-            .arg("install")
-            .arg(format!("github.com/moby/moby/v2/cmd/dockerd@{MOBY_VERSION}")))?;
+        run(go().env("GOBIN", out).arg("install").arg(format!(
+            "github.com/moby/moby/v2/cmd/dockerd@{MOBY_VERSION}"
+        )))?;
         Ok(())
     })?;
     Ok(dir.join("dockerd"))
@@ -422,7 +423,10 @@ impl Docker {
 
     /// What containerd logged so far.
     pub fn containerd_log(&self) -> String {
-        self.containerd.as_ref().map(Daemon::log).unwrap_or_default()
+        self.containerd
+            .as_ref()
+            .map(Daemon::log)
+            .unwrap_or_default()
     }
 
     /// Whether Docker's NRI logged that plugin `NN-name` was synchronized

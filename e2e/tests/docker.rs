@@ -51,7 +51,13 @@ fn env_value(environ: &str, name: &str) -> Option<String> {
 
 /// The logger, external, on `socket`, named `NN-name` by `idx` and `name`,
 /// with extra flags; its process and event log.
-fn external_logger(dir: &Path, socket: &Path, idx: &str, name: &str, extra: &[&str]) -> (Daemon, PathBuf) {
+fn external_logger(
+    dir: &Path,
+    socket: &Path,
+    idx: &str,
+    name: &str,
+    extra: &[&str],
+) -> (Daemon, PathBuf) {
     let log = dir.join(format!("{name}.events"));
     let mut args: Vec<String> = [
         "-idx",
@@ -83,7 +89,8 @@ fn events(log: &Path) -> Vec<String> {
 /// read-only mount): env and mount land in the running container; Docker
 /// sends CreateContainer only, names with its leading slash; `docker exec`,
 /// `docker inspect` and `docker restart` keep what was applied at create;
-/// SIGHUP starts a newly installed pre-installed plugin.
+/// SIGHUP starts a newly installed pre-installed plugin and forgets the
+/// external ones without disconnecting them.
 #[test]
 fn docker_nri_plugins_adjust_running_containers() {
     if !prepare() {
@@ -106,10 +113,13 @@ fn docker_nri_plugins_adjust_running_containers() {
     // Docker makes its NRI socket world-writable (dockerd runs with umask
     // 0): only its directory, root's alone here, keeps other users out.
     use std::os::unix::fs::PermissionsExt;
-    let mode = fs::metadata(&docker.nri_socket).unwrap().permissions().mode();
+    let mode = fs::metadata(&docker.nri_socket)
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o777, "{mode:o}");
 
-    let (_ext, ext_log) =
+    let (mut ext, ext_log) =
         external_logger(w, &docker.nri_socket, "30", "ext", &["-add-env", "NRI_EXT"]);
     docker.wait_plugin("30-ext").unwrap();
     let shared = w.join("shared");
@@ -119,7 +129,16 @@ fn docker_nri_plugins_adjust_running_containers() {
     let _ro = start_external(
         "ro",
         &adjust_bin(),
-        &["--socket", &docker.nri_socket.to_string_lossy(), "--name", "ro", "--idx", "40", "--ro-mount", &mount],
+        &[
+            "--socket",
+            &docker.nri_socket.to_string_lossy(),
+            "--name",
+            "ro",
+            "--idx",
+            "40",
+            "--ro-mount",
+            &mount,
+        ],
         w,
     )
     .unwrap();
@@ -151,15 +170,25 @@ fn docker_nri_plugins_adjust_running_containers() {
         .output()
         .unwrap();
     assert!(!write.status.success());
-    assert!(stderr(&write).contains("Read-only file system"), "{}", stderr(&write));
+    assert!(
+        stderr(&write).contains("Read-only file system"),
+        "{}",
+        stderr(&write)
+    );
 
     // Docker applied both to its own container configuration: `docker
     // exec` inherits the variable, `docker inspect` shows both.
     let exec_env = docker.ok(&["exec", &id, "env"]).unwrap();
-    assert!(exec_env.contains(&format!("NRI_EXT={ext_value}")), "{exec_env}");
+    assert!(
+        exec_env.contains(&format!("NRI_EXT={ext_value}")),
+        "{exec_env}"
+    );
     let inspect = docker.inspect(&id).unwrap();
     let env = inspect["Config"]["Env"].as_array().unwrap();
-    assert!(env.iter().any(|e| e == &format!("NRI_EXT={ext_value}")), "{env:?}");
+    assert!(
+        env.iter().any(|e| e == &format!("NRI_EXT={ext_value}")),
+        "{env:?}"
+    );
     let mounts = inspect["HostConfig"]["Mounts"].as_array().unwrap();
     assert!(
         mounts
@@ -185,10 +214,11 @@ fn docker_nri_plugins_adjust_running_containers() {
         fs::read_to_string(log)
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.contains("CreateContainer: container:") || l.ends_with("CreateContainer: container:"))
+            .filter(|l| l.ends_with("CreateContainer: container:"))
             .count()
     };
     let before = creates(&ext_log);
+    assert_eq!(before, 1);
     docker.ok(&["restart", "-t", "0", &id]).unwrap();
     let environ = wait_for_env(&docker, &id, &format!("NRI_EXT={ext_value}"));
     assert!(environ.contains("NRI_PRE=logger-pid-"), "{environ:?}");
@@ -201,7 +231,10 @@ fn docker_nri_plugins_adjust_running_containers() {
         .install_plugin(
             &bin("nri-logger").unwrap(),
             "20-late",
-            Some(&format!("addEnv: NRI_LATE\nlogFile: {}\n", late_log.display())),
+            Some(&format!(
+                "addEnv: NRI_LATE\nlogFile: {}\n",
+                late_log.display()
+            )),
         )
         .unwrap();
     docker.reload().unwrap();
@@ -212,6 +245,12 @@ fn docker_nri_plugins_adjust_running_containers() {
     let environ = wait_for_env(&docker, &id2, "NRI_LATE=logger-pid-");
     assert!(environ.contains("NRI_PRE=logger-pid-"), "{environ:?}");
     assert!(events(&late_log).contains(&"CreateContainer".to_string()));
+    // The reload forgot the external plugins without closing their
+    // connections (NRI v0.12.3 stops only the plugins it launched): the
+    // logger is still connected, to an NRI that no longer calls it.
+    assert!(ext.is_running());
+    assert!(!environ.contains("NRI_EXT="), "{environ:?}");
+    assert_eq!(creates(&ext_log), before);
 }
 
 /// Under Docker's NRI, the logger asked for an annotation and a variable
@@ -274,10 +313,23 @@ fn docker_nri_refusals_and_socket_off() {
     // No socket for external plugins: a plugin pointed at where it would be
     // fails at once and names the path.
     assert!(!docker.nri_socket.exists());
-    let mut plugin = external_logger(w, &docker.nri_socket, "30", "ext", &["-no-reconnect"]).0;
-    wait_for("the plugin to give up", WAIT, || (!plugin.is_running()).then_some(())).unwrap();
-    let said = plugin.log();
-    assert!(said.contains(&docker.nri_socket.to_string_lossy().into_owned()), "{said}");
+    let (mut plugin, ext_log) =
+        external_logger(w, &docker.nri_socket, "30", "ext", &["-no-reconnect"]);
+    wait_for("the plugin to give up", WAIT, || {
+        (!plugin.is_running()).then_some(())
+    })
+    .unwrap();
+    // The logger writes its error where it logs (`-log-file`).
+    let said = format!(
+        "{}{}",
+        plugin.log(),
+        fs::read_to_string(&ext_log).unwrap_or_default()
+    );
+    eprintln!("the plugin said: {said}");
+    assert!(
+        said.contains(&docker.nri_socket.to_string_lossy().into_owned()),
+        "{said}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -359,10 +411,18 @@ fn nri_runc_under_docker() {
     let w = work.path();
     let mut hostd = Hostd::configure(w, "").unwrap();
     hostd
-        .install_plugin(&bin("nri-ulimit-adjuster").unwrap(), "20-ulimit-adjuster", None)
+        .install_plugin(
+            &bin("nri-ulimit-adjuster").unwrap(),
+            "20-ulimit-adjuster",
+            None,
+        )
         .unwrap();
     hostd
-        .install_plugin(&bin("nri-device-injector").unwrap(), "30-device-injector", None)
+        .install_plugin(
+            &bin("nri-device-injector").unwrap(),
+            "30-device-injector",
+            None,
+        )
         .unwrap();
     hostd.restart().unwrap();
     hostd.wait_registered("20-ulimit-adjuster").unwrap();
@@ -372,13 +432,27 @@ fn nri_runc_under_docker() {
         &hostd.nri_socket,
         "10",
         "logger",
-        &["-add-env", "NRI_LOGGER", "-add-annotation", "logger.nri-rs.dev/seen"],
+        &[
+            "-add-env",
+            "NRI_LOGGER",
+            "-add-annotation",
+            "logger.nri-rs.dev/seen",
+        ],
     );
     hostd.wait_registered("10-logger").unwrap();
     let _mem = start_external(
         "mem",
         &adjust_bin(),
-        &["--socket", &hostd.nri_socket.to_string_lossy(), "--name", "mem", "--idx", "60", "--memory-limit", "67108864"],
+        &[
+            "--socket",
+            &hostd.nri_socket.to_string_lossy(),
+            "--name",
+            "mem",
+            "--idx",
+            "60",
+            "--memory-limit",
+            "67108864",
+        ],
         w,
     )
     .unwrap();
@@ -442,7 +516,9 @@ fn nri_runc_under_docker() {
     assert_eq!(inspect["HostConfig"]["Runtime"], "nri");
     assert_eq!(inspect["HostConfig"]["Memory"], 0);
     let env = inspect["Config"]["Env"].as_array().unwrap();
-    assert!(!env.iter().any(|e| e.as_str().unwrap_or("").starts_with("NRI_LOGGER")));
+    assert!(!env
+        .iter()
+        .any(|e| e.as_str().unwrap_or("").starts_with("NRI_LOGGER")));
     // `docker restart` creates the container again through the runtime:
     // plugins are asked again and their new values land.
     docker.ok(&["restart", "-t", "0", &id]).unwrap();
@@ -455,7 +531,10 @@ fn nri_runc_under_docker() {
         .run_detached(&["--hostname", "dflt", Docker::BUSYBOX, "sleep", "1000"])
         .unwrap();
     wait_for_env(&docker, &dflt, "NRI_LOGGER=logger-pid-");
-    assert_eq!(docker.inspect(&dflt).unwrap()["HostConfig"]["Runtime"], "nri");
+    assert_eq!(
+        docker.inspect(&dflt).unwrap()["HostConfig"]["Runtime"],
+        "nri"
+    );
     docker.ok(&["rm", "-f", &id, &dflt]).unwrap();
 
     // The whole lifecycle of one container, as the logger logged it.
@@ -480,12 +559,25 @@ fn nri_runc_under_docker() {
     // refuses it with nri-runc's message at the docker CLI.
     hostd.stop();
     let out = docker.run(&[
-        "--rm", "--network", "none", "--runtime", "nri", Docker::BUSYBOX, "cat", "/proc/1/environ",
+        "--rm",
+        "--network",
+        "none",
+        "--runtime",
+        "nri",
+        Docker::BUSYBOX,
+        "cat",
+        "/proc/1/environ",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("NRI_LOGGER"));
     let out = docker.run(&[
-        "--rm", "--network", "none", "--runtime", "nri-fail", Docker::BUSYBOX, "true",
+        "--rm",
+        "--network",
+        "none",
+        "--runtime",
+        "nri-fail",
+        Docker::BUSYBOX,
+        "true",
     ]);
     assert!(!out.status.success());
     let err = stderr(&out);
