@@ -5,7 +5,8 @@
 //! under the same directory, its own NRI and CRI off), runc 1.3 as its
 //! runtime, and a docker CLI for it. Nothing of a host Docker is used:
 //! not `/var/run/docker.sock`, `/var/lib/docker`, `/etc/docker` or
-//! `/run/containerd`.
+//! `/run/containerd` (the shims of containerd 2.4, which it runs, make
+//! nothing there; those of 1.6 would make `/run/containerd/s`).
 //!
 //! ```no_run
 //! use nri_e2e::docker::{Docker, DockerOptions};
@@ -138,7 +139,7 @@ pub struct Docker {
     /// The exec root: runc's state is in `<exec root>/runtime-runc`.
     pub exec_root: PathBuf,
     cgroup_parent: String,
-    made_run_containerd: bool,
+    made_run_docker: bool,
     dockerd: Option<Daemon>,
     containerd: Option<Daemon>,
     _tmp: tempfile::TempDir,
@@ -156,7 +157,9 @@ impl Docker {
         let cli = cli_binary()?;
         let ctrd = containerd::binaries(CONTAINERD_VERSION)?;
         let busybox = image::busybox()?;
-        let made_run_containerd = !Path::new("/run/containerd").exists();
+        // dockerd makes /run/docker/plugins (the directory of legacy plugin
+        // sockets, not configurable): removed at the end if it was not there.
+        let made_run_docker = !Path::new("/run/docker").exists();
 
         // Short: unix socket paths below it must stay under 108 bytes.
         let mut tmp = tempfile::Builder::new()
@@ -197,7 +200,7 @@ impl Docker {
             plugin_config_dir,
             exec_root,
             cgroup_parent,
-            made_run_containerd,
+            made_run_docker,
             dockerd: None,
             containerd: None,
             dir,
@@ -504,12 +507,10 @@ impl Drop for Docker {
         kill_processes_mentioning(&self.dir);
         unmount_below(&self.dir);
         remove_cgroups(&self.cgroup_parent);
-        if self.made_run_containerd {
-            // Shims of some containerd releases make /run/containerd/s
-            // whatever the state directory: removed only if this test made it
-            // and nothing else is in it.
-            let _ = fs::remove_dir(Path::new("/run/containerd/s"));
-            let _ = fs::remove_dir(Path::new("/run/containerd"));
+        if self.made_run_docker {
+            // Only if empty: another test's dockerd may have put a socket there.
+            let _ = fs::remove_dir("/run/docker/plugins");
+            let _ = fs::remove_dir("/run/docker");
         }
     }
 }
