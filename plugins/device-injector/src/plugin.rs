@@ -2,7 +2,9 @@
 
 use nri_plugin_util::report_unapplied;
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
+use nri_stub::{
+    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
+};
 
 /// The device-injector plugin.
 ///
@@ -35,11 +37,7 @@ const NEEDS: [Adjustment; 9] = [
 
 #[nri_stub::plugin]
 impl Plugin for DeviceInjector {
-    async fn configure(
-        &self,
-        _ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         report_unapplied("device-injector", &info.runtime, &NEEDS);
         Ok(EventMask::default())
     }

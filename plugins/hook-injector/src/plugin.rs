@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use nri_plugin_util::report_unapplied;
 use nri_stub::api::{Container, ContainerAdjustment, PodSandbox};
-use nri_stub::{Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
+use nri_stub::{
+    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
+};
 
 use crate::manager::HookManager;
 use crate::when::Target;
@@ -43,11 +45,7 @@ const NEEDS: [Adjustment; 1] = [Adjustment::Hooks];
 
 #[nri_stub::plugin]
 impl Plugin for HookInjector {
-    async fn configure(
-        &self,
-        _ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         report_unapplied("hook-injector", &info.runtime, &NEEDS);
         Ok(EventMask::default())
     }

@@ -2,7 +2,9 @@
 
 use nri_plugin_util::report_unapplied;
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
+use nri_stub::{
+    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
+};
 
 /// The rdt plugin.
 ///
@@ -20,11 +22,7 @@ const NEEDS: [Adjustment; 1] = [Adjustment::Rdt];
 
 #[nri_stub::plugin]
 impl Plugin for Rdt {
-    async fn configure(
-        &self,
-        _ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         report_unapplied("rdt", &info.runtime, &NEEDS);
         Ok(EventMask::default())
     }

@@ -2,7 +2,9 @@
 
 use nri_plugin_util::report_unapplied;
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
+use nri_stub::{
+    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
+};
 
 use crate::ulimits::{adjust_ulimits, parse_ulimits};
 
@@ -15,11 +17,7 @@ const NEEDS: [Adjustment; 1] = [Adjustment::Rlimits];
 
 #[nri_stub::plugin]
 impl Plugin for UlimitAdjuster {
-    async fn configure(
-        &self,
-        _ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         report_unapplied("ulimit-adjuster", &info.runtime, &NEEDS);
         Ok(EventMask::default())
     }

@@ -2,7 +2,9 @@
 
 use nri_plugin_util::report_unapplied;
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
+use nri_stub::{
+    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
+};
 
 use crate::cgroups::{
     adjustment, find_cgroups_mount, read_write_mount, writable_cgroups_requested, CGROUPS_MOUNT,
@@ -25,11 +27,7 @@ const NEEDS: [Adjustment; 2] = [Adjustment::MountOptions, Adjustment::Removals];
 
 #[nri_stub::plugin]
 impl Plugin for WritableCgroups {
-    async fn configure(
-        &self,
-        _ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         report_unapplied("writable-cgroups", &info.runtime, &NEEDS);
         Ok(EventMask::default())
     }
