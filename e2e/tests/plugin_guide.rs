@@ -36,7 +36,11 @@ fn members() -> BTreeMap<String, Member> {
         .args(["metadata", "--no-deps", "--format-version", "1"])
         .output()
         .expect("cargo metadata");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
     let mut members = BTreeMap::new();
     for p in meta["packages"].as_array().expect("packages") {
@@ -79,7 +83,10 @@ fn documents() -> Vec<PathBuf> {
             docs.push(readme);
         }
     }
-    for e in fs::read_dir(root.join("docs")).expect("docs/").filter_map(Result::ok) {
+    for e in fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .filter_map(Result::ok)
+    {
         if e.path().extension().is_some_and(|x| x == "md") {
             docs.push(e.path());
         }
@@ -92,7 +99,10 @@ fn documents() -> Vec<PathBuf> {
 /// The workspace member a documented path names: the path itself from the
 /// workspace root, or its tail (a guide's `../nri-rs/crates/stub` is
 /// `crates/stub` of the checkout).
-fn member_at<'a>(path: &str, members: &'a BTreeMap<String, Member>) -> Option<(&'a str, &'a Member)> {
+fn member_at<'a>(
+    path: &str,
+    members: &'a BTreeMap<String, Member>,
+) -> Option<(&'a str, &'a Member)> {
     let root = root();
     let parts: Vec<&str> = path
         .split('/')
@@ -203,7 +213,7 @@ fn problems(text: &str, members: &BTreeMap<String, Member>) -> Vec<String> {
         while let Some(at) = rest.find("cargo install ") {
             let tail = &rest[at + "cargo install ".len()..];
             let end = tail
-                .find(|c: char| matches!(c, '`' | ';' | ')' | '|' | '#' | '&'))
+                .find(['`', ';', ')', '|', '#', '&'])
                 .unwrap_or(tail.len());
             let words: Vec<&str> = tail[..end].split_whitespace().collect();
             if let Some(p) = check_install(&words, members) {
@@ -234,10 +244,17 @@ fn install_lines_work_from_the_workspace() {
     for doc in documents() {
         let text = fs::read_to_string(&doc).expect("read document");
         for p in problems(&text, &members) {
-            failures.push(format!("{}:{p}", doc.strip_prefix(root()).unwrap_or(&doc).display()));
+            failures.push(format!(
+                "{}:{p}",
+                doc.strip_prefix(root()).unwrap_or(&doc).display()
+            ));
         }
     }
-    assert!(failures.is_empty(), "install lines that do not work today:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "install lines that do not work today:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -327,11 +344,13 @@ fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
     // The guide's layout: the plugin's directory next to the checkout.
     let dir = tempfile::tempdir().expect("temporary directory");
     std::os::unix::fs::symlink(root(), dir.path().join("nri-rs")).expect("link the checkout");
-    run_ok(
-        Command::new(env!("CARGO"))
-            .current_dir(dir.path())
-            .args(["new", "--quiet", "--vcs", "none", "my-plugin"]),
-    );
+    run_ok(Command::new(env!("CARGO")).current_dir(dir.path()).args([
+        "new",
+        "--quiet",
+        "--vcs",
+        "none",
+        "my-plugin",
+    ]));
     let plugin_dir = dir.path().join("my-plugin");
     fs::copy(root().join("Cargo.lock"), plugin_dir.join("Cargo.lock")).expect("copy Cargo.lock");
     fs::write(plugin_dir.join("Cargo.toml"), manifest).expect("write Cargo.toml");
@@ -348,23 +367,35 @@ fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
     );
     let plugin = plugin_dir.join("target/release/my-plugin");
     let help = run_ok(Command::new(&plugin).arg("-h"));
-    for option in ["--socket-path", "--name", "--idx", "--log-level", "--config", "--no-reconnect"] {
+    for option in [
+        "--socket-path",
+        "--name",
+        "--idx",
+        "--log-level",
+        "--config",
+        "--no-reconnect",
+    ] {
         assert!(help.contains(option), "-h lacks {option}:\n{help}");
     }
 
     let sim = build_bins(&["nri-sim"]).expect("build nri-sim").remove(0);
     fs::write(plugin_dir.join("my-plugin.yaml"), launched).expect("write scenario");
-    let report = run_ok(
-        Command::new(&sim)
-            .current_dir(&plugin_dir)
-            .args(["run", "my-plugin.yaml", "--output", "json"]),
-    );
+    let report = run_ok(Command::new(&sim).current_dir(&plugin_dir).args([
+        "run",
+        "my-plugin.yaml",
+        "--output",
+        "json",
+    ]));
     let report: Value = serde_json::from_str(report.trim()).expect("JSON report");
     assert_eq!(report["passed"], true, "{report:#}");
 
     // External: the options the README's plugin takes, given by hand.
     fs::write(plugin_dir.join("my-plugin-external.yaml"), external).expect("write scenario");
-    fs::write(plugin_dir.join("my-plugin.conf"), "memory_limit: 134217728\n").expect("conf");
+    fs::write(
+        plugin_dir.join("my-plugin.conf"),
+        "memory_limit: 134217728\n",
+    )
+    .expect("conf");
     let report_file = plugin_dir.join("external-report.json");
     let mut simulation = Child(
         Command::new(&sim)
@@ -378,15 +409,32 @@ fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
     let socket = plugin_dir.join("nri-test.sock");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !socket.exists() {
-        assert!(Instant::now() < deadline, "nri-sim did not create {}", socket.display());
+        assert!(
+            Instant::now() < deadline,
+            "nri-sim did not create {}",
+            socket.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let log = plugin_dir.join("my-plugin.log");
     let _plugin = Child(
         Command::new(&plugin)
             .current_dir(&plugin_dir)
-            .args(["-socket-path", "./nri-test.sock", "-name", "my-plugin", "-idx", "60"])
-            .args(["-log-level", "warn", "-config", "my-plugin.conf", "-no-reconnect"])
+            .args([
+                "-socket-path",
+                "./nri-test.sock",
+                "-name",
+                "my-plugin",
+                "-idx",
+                "60",
+            ])
+            .args([
+                "-log-level",
+                "warn",
+                "-config",
+                "my-plugin.conf",
+                "-no-reconnect",
+            ])
             .env_remove("RUST_LOG")
             .stderr(fs::File::create(&log).expect("log file"))
             .spawn()
@@ -419,6 +467,9 @@ fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
         .expect("run the plugin");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot connect to the NRI socket ./nobody.sock"), "{err}");
+    assert!(
+        err.contains("cannot connect to the NRI socket ./nobody.sock"),
+        "{err}"
+    );
     assert!(err.contains("(another socket: -socket-path PATH)"), "{err}");
 }
