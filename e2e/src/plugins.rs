@@ -19,6 +19,7 @@ const BINARIES: &[&str] = &[
     "nri-v010-adapter",
     "nri-v010-test-clearcfs",
     "nri-default-validator",
+    "nri-policy",
     "nri-network-device-injector",
     "nri-template",
     "nri-differ",
