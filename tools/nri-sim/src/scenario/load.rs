@@ -60,7 +60,7 @@ pub fn load_str(text: &str, origin: &str, base_dir: &Path) -> Result<Scenario, S
     let mut scenario: Scenario = if text.trim().is_empty() {
         Scenario::default()
     } else {
-        serde_norway::from_str(text).map_err(|e| syntax_error(origin, &e))?
+        serde_norway::from_str(text).map_err(|e| syntax_error(origin, text, &e))?
     };
     for p in &mut scenario.plugins {
         if p.name.is_empty() {
@@ -103,12 +103,21 @@ fn wasm_identity(module: &str) -> (Option<String>, String) {
     }
 }
 
-fn syntax_error(origin: &str, e: &serde_norway::Error) -> ScenarioError {
+fn syntax_error(origin: &str, text: &str, e: &serde_norway::Error) -> ScenarioError {
     let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
     let mut message = e.to_string();
     // The library appends the position; it is in front already.
     if let Some(i) = message.find(" at line ") {
         message.truncate(i);
+    }
+    // The parser's words for a tab ("found character that cannot start any
+    // token") do not say what the character is.
+    let tab_on_line = line
+        .checked_sub(1)
+        .and_then(|l| text.lines().nth(l))
+        .is_some_and(|l| l.contains('\t'));
+    if tab_on_line {
+        message.push_str(" (a tab character: YAML indents with spaces only)");
     }
     ScenarioError::Syntax {
         origin: origin.to_string(),
@@ -307,6 +316,19 @@ mod tests {
         assert!(err.to_string().contains("`wasm` is empty"), "{err}");
         let err = load("plugins: [{name: x, wasm: x.wasm, args: [-v]}]").unwrap_err();
         assert!(err.to_string().contains("`args` applies"), "{err}");
+    }
+
+    #[test]
+    fn a_tab_is_named_as_such() {
+        let err = load("pods:\n\t- name: p\n").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("t.yaml:2:"), "{text}");
+        assert!(
+            text.contains("a tab character: YAML indents with spaces only"),
+            "{text}"
+        );
+        let err = load("pods:\n  - name: p\n    colour: red\n").unwrap_err();
+        assert!(!err.to_string().contains("tab"), "{err}");
     }
 
     #[test]
