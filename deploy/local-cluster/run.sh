@@ -2,13 +2,14 @@
 # Runs the cluster commands of docs/deploy.md against a throw-away single-node
 # Kubernetes cluster on this machine: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and a kubelet on 127.0.0.1, with a
-# private containerd 2.x (NRI on) as the container runtime. Not part of CI;
-# it needs root.
+# private containerd 2.x (NRI on) as the container runtime, all in a network
+# namespace of their own. Not part of CI; it needs root.
 #
 # usage: deploy/local-cluster/run.sh [--keep]
 #
-#   --keep   leave the cluster running and print how to reach it; stop it
-#            later with: kill <the printed pid> (the script cleans up then)
+#   --keep   leave the cluster running and print how to reach it (through
+#            nsenter into its network namespace); stop it later with:
+#            kill <the printed pid> (the script cleans up then)
 #
 # What it does, in order: builds what is missing (Kubernetes and etcd from the
 # Go module proxy, containerd like the e2e suite, kustomize), the logger image
@@ -23,8 +24,18 @@
 #
 # Everything lives under one temporary directory (WORK, default a new
 # /tmp/nri-k8s.XXXXXX): certificates, etcd's data, containerd's root, state
-# and sockets, the kubelet's root directory and pod logs. Ports are free ones
-# on 127.0.0.1. Nothing touches the host's /run/containerd or /var/run/nri:
+# and sockets, the kubelet's root directory and pod logs.
+#
+# Network: once the binaries are built (the only step that uses the network),
+# the script runs itself again under `unshare --net`, in a network namespace
+# of its own with nothing but lo, which it brings up (127.0.0.1) and gives the
+# node's address 10.235.0.1. Every daemon runs in there, on free ports of
+# 127.0.0.1; the pods' bridge (10.234.0.0/24, and the ip_forward the bridge
+# plugin sets) is made in there too; service addresses (10.233.0.0/24) are
+# only allocated, nothing routes them. The namespace has no route out, nothing
+# is added to or changed on the host's interfaces, and the namespace goes
+# away with its last process (at exit every process still in it is killed by
+# pid). Nothing touches the host's /run/containerd or /var/run/nri:
 # the DaemonSet's socket directory is pointed at WORK/nri by an overlay on top
 # of deploy/kustomize/overlays/logger (the one change the test needs).
 #
@@ -55,7 +66,8 @@ KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.5.0}
 CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nri-rs-e2e}
 NODE=nri-node
 # The node's address: the kubelet refuses a loopback one, and the API server
-# reaches the kubelet (kubectl logs) there. Added to lo for the run.
+# reaches the kubelet (kubectl logs) there. On the lo of the cluster's own
+# network namespace (below), never on the host's.
 NODE_IP=10.235.0.1
 pause_ref=localhost/nri-rs-local/busybox:1
 CGROUP_ROOT=/nri-rs-local-cluster
@@ -64,7 +76,7 @@ say() { echo "local-cluster: $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (kubelet, containerd, runc)"
-for tool in go openssl buildah kubectl runc python3; do
+for tool in go cargo openssl buildah kubectl runc python3 unshare ip; do
     command -v "$tool" >/dev/null || die "$tool not found"
 done
 [ -d /usr/lib/cni ] || die "no CNI plugins in /usr/lib/cni (apt-get install containernetworking-plugins)"
@@ -143,6 +155,24 @@ if [ ! -x "$kustomize_bin" ]; then
     GOBIN=$(dirname "$kustomize_bin") nice -n 19 go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
 fi
 
+# ---------------------------------------------------------------- network namespace
+
+# The rest runs in a network namespace of its own (see the top): the script
+# starts itself again under `unshare --net` (exec keeps the pid, so `kill $$`
+# still stops the run). deploy/build-images (below) runs in there, without a
+# network: its crates are fetched first.
+netns=$(readlink /proc/self/ns/net)
+if [ -z "${NRI_LOCAL_CLUSTER_HOST_NETNS:-}" ]; then
+    (cd "$root" && cargo fetch --locked >/dev/null)
+    say "entering a network namespace of its own (unshare --net)"
+    NRI_LOCAL_CLUSTER_HOST_NETNS=$netns exec unshare --net -- "$BASH" "$0" "$@"
+fi
+[ "$netns" != "$NRI_LOCAL_CLUSTER_HOST_NETNS" ] || die "not in a network namespace of its own"
+ip link set lo up
+ip addr add "$NODE_IP/32" dev lo
+say "network namespace $netns:"
+ip -brief addr show >&2
+
 # ---------------------------------------------------------------- state
 
 WORK=${WORK:-$(mktemp -d /tmp/nri-k8s.XXXXXX)}
@@ -180,8 +210,14 @@ cleanup() {
     for h in /sys/fs/cgroup/*/; do
         [ -d "$h${CGROUP_ROOT#/}" ] && find "$h${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} \; 2>/dev/null
     done
-    ip link delete nrilocal0 2>/dev/null
-    $added_node_ip && ip addr del "$NODE_IP/32" dev lo 2>/dev/null
+    # Anything else still in the network namespace (a hostNetwork pod's
+    # process, say), by pid: the namespace, its lo address and the pods'
+    # bridge go away with its last process, this script.
+    for p in /proc/[0-9]*; do
+        p=${p#/proc/}
+        [ "$p" != $$ ] && [ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$netns" ] &&
+            kill -9 "$p" 2>/dev/null
+    done
     for s in "${saved_sysctls[@]}"; do sysctl -q -w "$s" >/dev/null 2>&1; done
     [ -n "${upgrade_tag:-}" ] && buildah rmi "localhost/nri-rs/logger:$upgrade_tag" >/dev/null 2>&1
     buildah rmi "$pause_ref" >/dev/null 2>&1
@@ -198,7 +234,6 @@ cleanup() {
     exit $rc
 }
 names=()
-added_node_ip=false
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -379,9 +414,6 @@ for h in /sys/fs/cgroup/*/; do
     fi
 done
 
-ip -4 addr show dev lo | grep -q " $NODE_IP/" && die "$NODE_IP is already on lo (another run?)"
-ip addr add "$NODE_IP/32" dev lo
-added_node_ip=true
 kubelet_port=$(free_port)
 cat > "$WORK/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -527,6 +559,6 @@ cat "$WORK/previous.log"
 
 say "all docs/deploy.md cluster commands passed"
 if $keep; then
-    say "cluster kept: KUBECONFIG=$KUBECONFIG; stop it with: kill $$"
+    say "cluster kept: nsenter --net=/proc/$$/ns/net env KUBECONFIG=$KUBECONFIG kubectl get nodes; stop it with: kill $$"
     wait
 fi
