@@ -1,8 +1,8 @@
-// Package pluginlog is the event log and the ttRPC plumbing shared by the
+// Package refplugin is the configuration, event log and ttRPC plumbing shared by the
 // reference plugins of both harnesses (nri-ref-plugin on NRI v0.12,
 // nri-ref-plugin-old on v0.9.0): each keeps its own Entry type, whose
 // fields follow what its NRI version delivers.
-package pluginlog
+package refplugin
 
 import (
 	"context"

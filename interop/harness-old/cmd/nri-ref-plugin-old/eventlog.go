@@ -5,7 +5,7 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/ttrpc"
-	"nri-rs.dev/interop/harness-shared/pluginlog"
+	"nri-rs.dev/interop/harness-shared/refplugin"
 )
 
 // Entry is one line of the event log.
@@ -31,15 +31,15 @@ type Entry struct {
 }
 
 // eventLog is the plugin's event log.
-type eventLog = pluginlog.Log
+type eventLog = refplugin.Log
 
-func openLog(path string) (*eventLog, error) { return pluginlog.Open(path) }
+func openLog(path string) (*eventLog, error) { return refplugin.Open(path) }
 
 // serverInterceptor tags the context with the ttRPC method name and adds
 // the configured evictions to CreateContainer/UpdateContainer responses.
 func (p *plugin) serverInterceptor(ctx context.Context, unmarshal ttrpc.Unmarshaler,
 	info *ttrpc.UnaryServerInfo, method ttrpc.Method) (interface{}, error) {
-	rpl, err := method(pluginlog.WithRPC(ctx, info.FullMethod), unmarshal)
+	rpl, err := method(refplugin.WithRPC(ctx, info.FullMethod), unmarshal)
 	if err != nil {
 		return rpl, err
 	}
@@ -56,7 +56,7 @@ func (p *plugin) serverInterceptor(ctx context.Context, unmarshal ttrpc.Unmarsha
 // an UpdateContainers request; the Go stub has no API for them.
 func (p *plugin) clientInterceptor(ctx context.Context, req *ttrpc.Request, resp *ttrpc.Response,
 	info *ttrpc.UnaryClientInfo, invoker ttrpc.Invoker) error {
-	pluginlog.AddEvictions(req, info, func() []*api.ContainerEviction {
+	refplugin.AddEvictions(req, info, func() []*api.ContainerEviction {
 		p.evictMu.Lock()
 		defer p.evictMu.Unlock()
 		ev := p.pendingEvict

@@ -18,7 +18,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
 	"github.com/containerd/ttrpc"
-	"nri-rs.dev/interop/harness-shared/pluginlog"
+	"nri-rs.dev/interop/harness-shared/refplugin"
 )
 
 type plugin struct {
@@ -108,7 +108,7 @@ func main() {
 // configured exit/delay, fire unsolicited updates bound to the event, and
 // return the configured error.
 func (p *plugin) enter(ctx context.Context, e *Entry) error {
-	e.RPC = pluginlog.RPCOf(ctx)
+	e.RPC = refplugin.RPCOf(ctx)
 	p.log.Write(e, e.Event)
 	if code, ok := p.cfg.Exit[e.Event]; ok {
 		os.Exit(code)

@@ -1,45 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"os"
-
 	"github.com/containerd/nri/pkg/api"
+	"nri-rs.dev/interop/harness-shared/refplugin"
 )
 
-// Config drives the behaviour of the reference plugin. Every map is keyed by
-// event name as spelled by the NRI API (e.g. "CreateContainer",
-// "Synchronize", "Configure").
+// Config drives the behaviour of the reference plugin: the part both NRI
+// versions share (refplugin.Common) and what v0.12 adds.
 type Config struct {
-	// Events to subscribe to (names accepted by api.ParseEventMask).
-	// Empty: answer 0, i.e. everything the plugin implements.
-	Events []string `json:"events,omitempty"`
-	// Log is the JSON-lines event log (the -log flag wins).
-	Log string `json:"log,omitempty"`
-	// Adjust is the adjustment returned from CreateContainer.
-	Adjust *api.ContainerAdjustment `json:"adjust,omitempty"`
-	// Update holds the updates returned per event (Synchronize,
-	// CreateContainer, UpdateContainer, StopContainer).
-	Update map[string][]*api.ContainerUpdate `json:"update,omitempty"`
-	// Evict holds the evictions returned per event (CreateContainer,
-	// UpdateContainer). The Go stub has no API for them; they are added to
-	// the response by a ttRPC server interceptor.
-	Evict map[string][]*api.ContainerEviction `json:"evict,omitempty"`
-	// Error makes the handler of an event fail with the given message.
-	Error map[string]string `json:"error,omitempty"`
+	refplugin.Common
 	// ErrorCode is the status code (its Go name, e.g. "DeadlineExceeded")
 	// of an event's Error; without one the stub answers Unknown.
 	ErrorCode map[string]string `json:"error_code,omitempty"`
-	// DelayMs delays the handler of an event before it answers.
-	DelayMs map[string]int64 `json:"delay_ms,omitempty"`
-	// Exit makes the process exit with the given code on receiving an event
-	// (before answering), simulating a crash.
-	Exit map[string]int `json:"exit,omitempty"`
-	// Reject makes ValidateContainerAdjustment reject with Reason.
-	Reject bool   `json:"reject,omitempty"`
-	Reason string `json:"reason,omitempty"`
 	// Unsolicited container update requests sent to the runtime.
 	Unsolicited []Unsolicited `json:"unsolicited,omitempty"`
 	// FailurePolicy is announced in the Configure response.
@@ -148,23 +120,8 @@ type Unsolicited struct {
 	Evict []*api.ContainerEviction `json:"evict,omitempty"`
 }
 
-func loadConfig(path string) (*Config, error) {
-	if path == "" {
-		return &Config{}, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	return parseConfig(path, data)
-}
+func loadConfig(path string) (*Config, error) { return refplugin.LoadJSON[Config](path) }
 
 func parseConfig(origin string, data []byte) (*Config, error) {
-	cfg := &Config{}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return nil, fmt.Errorf("parse config %s: %w", origin, err)
-	}
-	return cfg, nil
+	return refplugin.ParseJSON[Config](origin, data)
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/ttrpc"
-	"nri-rs.dev/interop/harness-shared/pluginlog"
+	"nri-rs.dev/interop/harness-shared/refplugin"
 )
 
 // Entry is one line of the event log.
@@ -37,9 +37,9 @@ type Entry struct {
 }
 
 // eventLog is the plugin's event log.
-type eventLog = pluginlog.Log
+type eventLog = refplugin.Log
 
-func openLog(path string) (*eventLog, error) { return pluginlog.Open(path) }
+func openLog(path string) (*eventLog, error) { return refplugin.Open(path) }
 
 // evictTargetKey holds the *evictTarget of a request: the handler of
 // CreateContainer/UpdateContainer records the container the event is about,
@@ -61,7 +61,7 @@ func setEvictTarget(ctx context.Context, ctr *api.Container) {
 func (p *plugin) serverInterceptor(ctx context.Context, unmarshal ttrpc.Unmarshaler,
 	info *ttrpc.UnaryServerInfo, method ttrpc.Method) (interface{}, error) {
 	target := &evictTarget{}
-	ctx = context.WithValue(pluginlog.WithRPC(ctx, info.FullMethod), evictTargetKey{}, target)
+	ctx = context.WithValue(refplugin.WithRPC(ctx, info.FullMethod), evictTargetKey{}, target)
 	rpl, err := method(ctx, unmarshal)
 	if err != nil {
 		return rpl, err
@@ -79,7 +79,7 @@ func (p *plugin) serverInterceptor(ctx context.Context, unmarshal ttrpc.Unmarsha
 // an UpdateContainers request; the Go stub has no API for them.
 func (p *plugin) clientInterceptor(ctx context.Context, req *ttrpc.Request, resp *ttrpc.Response,
 	info *ttrpc.UnaryClientInfo, invoker ttrpc.Invoker) error {
-	pluginlog.AddEvictions(req, info, func() []*api.ContainerEviction {
+	refplugin.AddEvictions(req, info, func() []*api.ContainerEviction {
 		p.evictMu.Lock()
 		defer p.evictMu.Unlock()
 		ev := p.pendingEvict

@@ -23,7 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"nri-rs.dev/interop/harness-shared/pluginlog"
+	"nri-rs.dev/interop/harness-shared/refplugin"
 )
 
 type plugin struct {
@@ -128,7 +128,7 @@ func main() {
 // configured exit/delay, fire unsolicited updates bound to the event, and
 // return the configured error.
 func (p *plugin) enter(ctx context.Context, e *Entry) error {
-	e.RPC = pluginlog.RPCOf(ctx)
+	e.RPC = refplugin.RPCOf(ctx)
 	if p.cfg.Trace {
 		// The span otelttrpc's server interceptor started for this request.
 		if span, ok := trace.SpanFromContext(ctx).(sdktrace.ReadOnlySpan); ok {
