@@ -35,6 +35,10 @@ enum Norm {
     /// [18] Stop sends Shutdown to every plugin: our plugins' logs end with
     /// a `Shutdown` entry that Go's lack.
     ShutdownOnStop18,
+    /// [24] A teardown event reaches every plugin even when one fails it; Go
+    /// stops at the failing plugin. Drops from our logs the entries of failed
+    /// teardown steps that Go's log of the same plugin lacks.
+    TeardownReachesEveryPlugin24,
 }
 
 /// The NRI version the runtime reports in Configure: ours is
@@ -283,6 +287,62 @@ fn normalize_rust(rs: &mut Run, n: &mut Normalizer, expected_evictions: &[Value]
     }
 }
 
+/// [24]: see [`Norm::TeardownReachesEveryPlugin24`].
+fn normalize_teardown(go: &Run, rs: &mut Run, n: &mut Normalizer) {
+    const TEARDOWN: [&str; 4] = [
+        "StopContainer",
+        "RemoveContainer",
+        "StopPodSandbox",
+        "RemovePodSandbox",
+    ];
+    fn subject(v: &Value, container: &str, pod: &str) -> String {
+        let c = &v[container];
+        let c = c.get("id").unwrap_or(c);
+        match c.as_str() {
+            Some(id) => id.to_string(),
+            None => {
+                let p = &v[pod];
+                p.get("id")
+                    .unwrap_or(p)
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            }
+        }
+    }
+    let failed: Vec<(String, String)> = rs.doc["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|st| {
+            TEARDOWN.iter().any(|t| st["op"] == *t)
+                && st["error"].as_str().is_some_and(|e| !e.is_empty())
+        })
+        .map(|st| {
+            (
+                st["op"].as_str().unwrap_or_default().to_string(),
+                subject(st, "container", "pod"),
+            )
+        })
+        .collect();
+    let key = |e: &Value| {
+        (
+            e["event"].as_str().unwrap_or_default().to_string(),
+            subject(e, "container", "pod"),
+        )
+    };
+    for (id, log) in rs.logs.iter_mut() {
+        let Some(go_log) = go.logs.get(id) else {
+            continue;
+        };
+        log.retain(|e| {
+            let k = key(e);
+            let extra = failed.contains(&k) && !go_log.iter().any(|g| key(g) == k);
+            !(extra && n.apply(Norm::TeardownReachesEveryPlugin24))
+        });
+    }
+}
+
 fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap()
 }
@@ -298,6 +358,7 @@ fn differential(case: Case, expected_evictions: &[Value]) -> (Run, Run) {
     };
     normalize_go(&mut go, &mut n);
     normalize_rust(&mut rs, &mut n, expected_evictions);
+    normalize_teardown(&go, &mut rs, &mut n);
 
     let ctx = || {
         format!(
@@ -611,7 +672,7 @@ fn plugin_errors_abort_the_call() {
             ],
             external: false,
             raw: false,
-            norms: &[Norm::ShutdownOnStop18],
+            norms: &[Norm::ShutdownOnStop18, Norm::TeardownReachesEveryPlugin24],
         },
         &[],
     );

@@ -106,6 +106,13 @@ pub struct Config {
         serialize_with = "crate::duration::go::serialize_opt"
     )]
     pub busy_poll: Option<Duration>,
+    /// A teardown event (StopContainer, RemoveContainer, StopPodSandbox,
+    /// RemovePodSandbox) stops at the first plugin that fails it, as in the
+    /// reference (`teardown_stops_at_first_error`, an nri-rs option). By
+    /// default every subscribed plugin gets it and the first failure is
+    /// reported after all were called.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub teardown_stops_at_first_error: bool,
     /// The builtin default validator; it runs only if present with
     /// `enable` set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -131,6 +138,7 @@ impl Default for Config {
             registration_timeout: DEFAULT_REGISTRATION_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             busy_poll: None,
+            teardown_stops_at_first_error: false,
             default_validator: None,
             policy_validator: None,
         }
@@ -267,6 +275,12 @@ struct RawConfig {
         deserialize_with = "crate::duration::go::deserialize_opt"
     )]
     busy_poll: Option<Duration>,
+    #[serde(
+        default,
+        alias = "teardownStopsAtFirstError",
+        alias = "teardown-stops-at-first-error"
+    )]
+    teardown_stops_at_first_error: Option<bool>,
     #[serde(default, alias = "defaultValidator")]
     default_validator: Option<DefaultValidatorConfig>,
     #[serde(default, alias = "policyValidator")]
@@ -302,6 +316,7 @@ impl TryFrom<RawConfig> for Config {
             registration_timeout: timeout(raw.registration_timeout, d.registration_timeout),
             request_timeout: timeout(raw.request_timeout, d.request_timeout),
             busy_poll: raw.busy_poll,
+            teardown_stops_at_first_error: raw.teardown_stops_at_first_error.unwrap_or(false),
             default_validator: raw.default_validator,
             policy_validator: raw.policy_validator,
         })
@@ -311,6 +326,15 @@ impl TryFrom<RawConfig> for Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn teardown_stop_at_first_error_is_an_option() {
+        let cfg: Config = toml::from_str("teardown_stops_at_first_error = true").unwrap();
+        assert!(cfg.teardown_stops_at_first_error);
+        let cfg: Config = serde_json::from_str(r#"{"teardownStopsAtFirstError": true}"#).unwrap();
+        assert!(cfg.teardown_stops_at_first_error);
+        assert!(!Config::default().teardown_stops_at_first_error);
+    }
 
     #[test]
     fn empty_input_is_the_default() {

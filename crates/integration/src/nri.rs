@@ -269,6 +269,9 @@ impl Core {
         if let Some(window) = cfg.busy_poll {
             b = b.plugin_busy_poll(window);
         }
+        if cfg.teardown_stops_at_first_error {
+            b = b.teardown_stops_at_first_error(true);
+        }
         if cfg.disable_connections {
             b = b.disable_external_connections();
         }
