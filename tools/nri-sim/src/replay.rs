@@ -240,7 +240,20 @@ fn compare(old: &Value, new: &Value, ignore: &[String]) -> Vec<Change> {
         remove_pointer(&mut a, p);
         remove_pointer(&mut b, p);
     }
+    named_events(&mut a);
+    named_events(&mut b);
     diff(&a, &b)
+}
+
+/// A Configure answer's event mask by the events' names
+/// (`RunPodSandbox,CreateContainer`), not as the number on the wire.
+fn named_events(answer: &mut Value) {
+    let Some(events) = answer.pointer_mut("/response/events") else {
+        return;
+    };
+    if let Some(mask) = events.as_i64().and_then(|m| i32::try_from(m).ok()) {
+        *events = Value::String(nri_api::EventMask::from(mask).pretty_string());
+    }
 }
 
 /// The pod or container a request is about, by name.
@@ -831,6 +844,17 @@ pub fn render(st: &crate::render::Style, r: &ReplayReport) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn event_masks_are_compared_by_name() {
+        let a = json!({"code": 0, "response": {"events": 1}});
+        let b = json!({"code": 0, "response": {"events": 3}});
+        let d = compare(&a, &b, &[]);
+        assert_eq!(d.len(), 1, "{d:?}");
+        let shown = format!("{d:?}");
+        assert!(shown.contains("RunPodSandbox,StopPodSandbox"), "{shown}");
+        assert!(!shown.contains("Number("), "{shown}");
+    }
 
     #[test]
     fn ignored_pointers_are_left_out() {
