@@ -588,10 +588,17 @@ impl Sim {
         }
         for s in &self.steps {
             if let (Some(e), false) = (&s.error, s.passed) {
-                if !s
-                    .checks
+                // A plugin's failure that is the step's error is listed once,
+                // as the plugin's failure below (which names the plugin).
+                let a_plugin_failure = s
+                    .plugin_failures
                     .iter()
-                    .any(|c| c.check.contains("fails with an error"))
+                    .any(|f| !f.expected && !f.error.is_empty() && e.contains(&f.error));
+                if !a_plugin_failure
+                    && !s
+                        .checks
+                        .iter()
+                        .any(|c| c.check.contains("fails with an error"))
                 {
                     failures.push(format!(
                         "step {} ({} {}): unexpected error: {e}",

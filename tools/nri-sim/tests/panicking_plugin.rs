@@ -58,3 +58,26 @@ fn the_readable_report_shows_them_too() {
         );
     }
 }
+
+#[test]
+fn the_panic_is_one_problem_in_the_summary() {
+    let (_d, run) = run_scenario(&scenario(), &["-o", "json"]);
+    let doc = run.json();
+    let failures: Vec<&str> = doc["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .filter(|f| f.contains(WHAT))
+        .collect();
+    assert_eq!(failures.len(), 1, "{doc:#}");
+    assert!(failures[0].contains("plugin 30-buggy"), "{failures:?}");
+
+    let (_d, run) = run_scenario(&scenario(), &["-o", "human"]);
+    let summary = run
+        .stdout
+        .split_once("FAIL")
+        .map(|(_, s)| s)
+        .unwrap_or_default();
+    assert_eq!(summary.matches(WHAT).count(), 1, "{}", run.stdout);
+}
