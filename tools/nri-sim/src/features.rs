@@ -6,6 +6,7 @@
 //! |---------|--------------|
 //! | `wasm`  | WebAssembly plugins (`wasm:` in a scenario, `.wasm` modules in a plugin directory), on wasmtime |
 //! | `otel`  | `serve --otlp-endpoint`: OpenTelemetry export of the NRI spans |
+//! | `samples` | the sample plugins other than `ulimit-adjuster` (which the demo runs), for `- sample: NAME` and `replay --sample NAME` |
 //!
 //! ```
 //! let text = nri_sim::features::not_built_in("wasm", "a WebAssembly plugin (x.wasm)");
@@ -14,7 +15,9 @@
 
 /// Whether nri-sim was built with `feature` (one of the table above).
 pub fn enabled(feature: &str) -> bool {
-    (feature == "wasm" && cfg!(feature = "wasm")) || (feature == "otel" && cfg!(feature = "otel"))
+    (feature == "wasm" && cfg!(feature = "wasm"))
+        || (feature == "otel" && cfg!(feature = "otel"))
+        || (feature == "samples" && cfg!(feature = "samples"))
 }
 
 /// The message for `what` needing `feature` in a build without it: names

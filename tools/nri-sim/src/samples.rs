@@ -10,6 +10,7 @@
 //! `-idx` and the socket are set by the simulator.
 
 use std::path::{Path, PathBuf};
+#[cfg(feature = "samples")]
 use std::sync::{Arc, Mutex};
 
 use nri_plugin_util::{go_args, ShortFlags};
@@ -28,6 +29,9 @@ pub struct Sample {
     pub about: &'static str,
     /// Why it cannot run in the simulator, if it cannot.
     pub unsupported: Option<&'static str>,
+    /// Built in only with nri-sim's `samples` feature (every runnable
+    /// sample but `ulimit-adjuster`, which the demo runs).
+    pub optional: bool,
 }
 
 /// Every sample plugin, supported or not.
@@ -36,46 +40,55 @@ pub const SAMPLES: &[Sample] = &[
         name: "default-validator",
         about: "NRI's default validator as a plugin (`config`: its YAML settings)",
         unsupported: None,
+        optional: true,
     },
     Sample {
         name: "device-injector",
         about: "devices, mounts and CDI devices from pod annotations",
         unsupported: None,
+        optional: true,
     },
     Sample {
         name: "differ",
         about: "registers at several indices (`-indices 0,99`) and logs what plugins between them changed",
         unsupported: None,
+        optional: true,
     },
     Sample {
         name: "logger",
         about: "logs requests; can add an annotation or environment variable (`config`: addAnnotation, addEnv, ...)",
         unsupported: None,
+        optional: true,
     },
     Sample {
         name: "network-logger",
         about: "logs the network namespace and IP addresses of pods as they start, stop and are removed",
         unsupported: None,
+        optional: true,
     },
     Sample {
         name: "rdt",
         about: "RDT classes and monitoring from pod annotations",
         unsupported: None,
+        optional: true,
     },
     Sample {
         name: "template",
         about: "logs every request, changes nothing (`-events`)",
         unsupported: None,
+        optional: true,
     },
     Sample {
         name: "ulimit-adjuster",
         about: "rlimits from pod annotations",
         unsupported: None,
+        optional: false,
     },
     Sample {
         name: "writable-cgroups",
         about: "read-write /sys/fs/cgroup for annotated containers, if the host cgroup mount has nsdelegate (`-host-mount-file`)",
         unsupported: None,
+        optional: true,
     },
     Sample {
         name: "hook-injector",
@@ -83,16 +96,19 @@ pub const SAMPLES: &[Sample] = &[
         unsupported: Some(
             "it watches hook directories of the host; launch it with `command:` if you need it",
         ),
+        optional: false,
     },
     Sample {
         name: "network-device-injector",
         about: "moves host network devices into pods",
         unsupported: Some("it needs real network namespaces"),
+        optional: false,
     },
     Sample {
         name: "v010-adapter",
         about: "runs NRI v0.1.0 plugin binaries",
         unsupported: Some("it runs external NRI v0.1.0 plugin binaries"),
+        optional: false,
     },
 ];
 
@@ -106,7 +122,8 @@ pub fn available() -> String {
         .join(", ")
 }
 
-/// Checks that `name` is a sample the simulator can run.
+/// Checks that `name` is a sample this build of the simulator can run
+/// (those other than `ulimit-adjuster` need the `samples` feature).
 ///
 /// ```
 /// assert!(nri_sim::samples::check("ulimit-adjuster").is_ok());
@@ -115,6 +132,14 @@ pub fn available() -> String {
 /// ```
 pub fn check(name: &str) -> Result<(), String> {
     match SAMPLES.iter().find(|s| s.name == name) {
+        Some(Sample {
+            unsupported: None,
+            optional: true,
+            ..
+        }) if !crate::features::enabled("samples") => Err(crate::features::not_built_in(
+            "samples",
+            &format!("sample plugin `{name}`"),
+        )),
         Some(Sample {
             unsupported: None, ..
         }) => Ok(()),
@@ -213,6 +238,7 @@ fn parse_args<A: clap::Parser>(program: &str, run: &SampleRun) -> Result<A, Stri
     })
 }
 
+#[cfg(feature = "samples")]
 fn no_args(run: &SampleRun) -> Result<(), String> {
     if run.args.is_empty() {
         Ok(())
@@ -249,6 +275,7 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
                 )?,
             )
         }
+        #[cfg(feature = "samples")]
         "device-injector" => {
             no_args(run)?;
             single(
@@ -261,6 +288,7 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
                 )?,
             )
         }
+        #[cfg(feature = "samples")]
         "network-logger" => {
             no_args(run)?;
             single(
@@ -273,10 +301,12 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
                 )?,
             )
         }
+        #[cfg(feature = "samples")]
         "rdt" => {
             no_args(run)?;
             single(run, spawn(nri_plugin_rdt::Rdt, run, &run.index, socket)?)
         }
+        #[cfg(feature = "samples")]
         "template" => {
             let a = parse_args::<nri_plugin_template::cli::Args>("nri-template", run)?;
             let events = match a.events.as_deref().filter(|e| !e.is_empty()) {
@@ -295,6 +325,7 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
                 )?,
             )
         }
+        #[cfg(feature = "samples")]
         "logger" => {
             use nri_plugin_logger::{config::Config, log_sink::LogSink, plugin::Logger};
             let a = parse_args::<nri_plugin_logger::cli::Args>("nri-logger", run)?;
@@ -319,6 +350,7 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
             };
             single(run, spawn(Logger::new(cfg, sink), run, &run.index, socket)?)
         }
+        #[cfg(feature = "samples")]
         "writable-cgroups" => {
             let a =
                 parse_args::<nri_plugin_writable_cgroups::cli::Args>("nri-writable-cgroups", run)?;
@@ -336,6 +368,7 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
                 )?,
             )
         }
+        #[cfg(feature = "samples")]
         "default-validator" => {
             use nri_plugin_default_validator::{config::ValidatorSettings, plugin::Validator};
             let a = parse_args::<nri_plugin_default_validator::cli::Args>(
@@ -351,6 +384,7 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
                 spawn(Validator::new(settings), run, &run.index, socket)?,
             )
         }
+        #[cfg(feature = "samples")]
         "differ" => {
             use nri_plugin_differ::{chain, plugin};
             let a = parse_args::<nri_plugin_differ::cli::Args>("nri-differ", run)?;
@@ -588,6 +622,23 @@ mod tests {
         assert!(!available().contains("v010-adapter"));
     }
 
+    #[test]
+    fn samples_not_built_in_name_the_feature() {
+        let err = check("differ");
+        if cfg!(feature = "samples") {
+            assert!(err.is_ok(), "{err:?}");
+        } else {
+            let err = err.unwrap_err();
+            assert!(
+                err.starts_with("sample plugin `differ` needs nri-sim's `samples` feature"),
+                "{err}"
+            );
+            assert!(err.contains("--features samples"), "{err}");
+        }
+        assert!(check("ulimit-adjuster").is_ok());
+    }
+
+    #[cfg(feature = "samples")]
     #[test]
     fn sample_arguments_are_checked() {
         let run = SampleRun {
