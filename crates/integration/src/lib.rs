@@ -114,7 +114,7 @@ pub use nri_metrics as metrics;
 #[cfg(feature = "otel")]
 pub use nri_otel as otel;
 pub use outcome::{Adjustment, FailedUpdates, ResourceUpdate};
-pub use policy::PolicyValidatorConfig;
+pub use policy::{PolicyValidatorConfig, POLICY_AUDIT_CONTAINERS};
 pub use state::LifecycleState;
 pub use trace::{with_trace_parent, TraceContext};
 

@@ -96,6 +96,7 @@ impl NriBuilder {
                 lifecycle: Lifecycle::default(),
                 exits: Arc::new(ExitQueue::default()),
                 worker: Mutex::new(None),
+                policy: crate::policy::PolicyState::default(),
             }),
         }
     }
@@ -210,6 +211,9 @@ pub(crate) struct Core {
     pub lifecycle: Lifecycle,
     pub exits: Arc<ExitQueue>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// The builtin policy validator's counters and audit records, kept
+    /// across reloads.
+    pub policy: crate::policy::PolicyState,
 }
 
 impl Drop for Core {
@@ -279,8 +283,7 @@ impl Core {
             b = b.default_validator(v.clone());
         }
         if let Some(p) = cfg.policy_validator.as_ref().filter(|p| p.enable) {
-            let policy: Arc<dyn nri_adaptation::BuiltinPlugin> =
-                Arc::new(crate::policy::PolicyBuiltin::new(p));
+            let policy: Arc<dyn nri_adaptation::BuiltinPlugin> = Arc::new(self.policy.builtin(p));
             b = b.builtin_plugins([policy]);
         }
         if let Some(m) = &id.metrics {

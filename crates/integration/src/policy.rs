@@ -2,8 +2,9 @@
 //! `policy_validator` section of [`Config`](crate::Config)) and the builtin
 //! plugin that runs `nri-policy` in the runtime's own process.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use nri_adaptation::{async_trait, BoxError, BuiltinPlugin};
 use nri_api::{EventMask, ValidateContainerAdjustmentRequest, ValidateContainerAdjustmentResponse};
@@ -55,24 +56,159 @@ impl PolicyValidatorConfig {
     }
 }
 
+/// How many containers' audit records an [`Nri`](crate::Nri) keeps: the
+/// records of the most recently validated containers, older ones dropped
+/// first.
+pub const POLICY_AUDIT_CONTAINERS: usize = 1024;
+
+/// The audit records of the last [`POLICY_AUDIT_CONTAINERS`] validated
+/// containers, as JSON lines ([`nri_policy::audit_record`]), oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct AuditRecords {
+    records: Mutex<VecDeque<(String, String)>>,
+}
+
+impl AuditRecords {
+    fn push(&self, container: &str, line: String) {
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        // A container id validated again (an id reused) keeps its newest record.
+        records.retain(|(id, _)| id != container);
+        records.push_back((container.to_owned(), line));
+        while records.len() > POLICY_AUDIT_CONTAINERS {
+            records.pop_front();
+        }
+    }
+
+    fn lines(&self, container: Option<&str>) -> Vec<String> {
+        let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        records
+            .iter()
+            .filter(|(id, _)| container.is_none_or(|c| c == id))
+            .map(|(_, line)| line.clone())
+            .collect()
+    }
+}
+
+/// What the builtin policy validator keeps across the NRI instances of one
+/// [`Nri`](crate::Nri) (reloads): the validator (and so its counters) and
+/// the audit records.
+#[derive(Debug, Default)]
+pub(crate) struct PolicyState {
+    validator: Mutex<Option<Arc<PolicyValidator>>>,
+    records: Arc<AuditRecords>,
+}
+
+impl PolicyState {
+    /// The builtin for `cfg`: the validator made the first time, with the
+    /// policy of `cfg` put in force on later calls.
+    pub(crate) fn builtin(&self, cfg: &PolicyValidatorConfig) -> PolicyBuiltin {
+        let policy = load_or_refuse(cfg);
+        let mut slot = self.validator.lock().unwrap_or_else(|p| p.into_inner());
+        let validator = match slot.as_ref() {
+            Some(v) => {
+                v.reload(policy);
+                v.clone()
+            }
+            None => {
+                let v = Arc::new(PolicyValidator::new(policy));
+                *slot = Some(v.clone());
+                v
+            }
+        };
+        PolicyBuiltin {
+            validator,
+            records: self.records.clone(),
+        }
+    }
+
+    fn validator(&self) -> Option<Arc<PolicyValidator>> {
+        self.validator
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl crate::Nri {
+    /// The builtin policy validator's Prometheus counters
+    /// (`nri_policy_decisions_total` and the others of
+    /// [`PolicyMetrics`](nri_policy::PolicyMetrics)), once an NRI instance
+    /// with `[policy_validator] enable = true` has been built (`None`
+    /// before, and when it never is). Serve
+    /// [`encode`](nri_policy::PolicyMetrics::encode) next to the other
+    /// metrics, or register them in a registry of your own.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), nri_integration::Error> {
+    /// use nri_integration::{Config, Nri, PolicyValidatorConfig};
+    ///
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let policy_file = tmp.path().join("policy.yaml");
+    /// std::fs::write(&policy_file, "rules: []\n").unwrap();
+    /// let config = Config {
+    ///     socket_path: tmp.path().join("nri.sock"),
+    ///     plugin_path: tmp.path().join("plugins"),
+    ///     plugin_config_path: tmp.path().join("conf.d"),
+    ///     policy_validator: Some(PolicyValidatorConfig { enable: true, policy_file }),
+    ///     ..Config::default()
+    /// };
+    /// let nri = Nri::new(config);
+    /// nri.start().await?;
+    /// let text = nri.policy_metrics().expect("enabled").encode();
+    /// assert!(text.contains("nri_policy_rules 0"), "{text}");
+    /// assert!(Nri::new(Config::disabled()).policy_metrics().is_none());
+    /// nri.stop().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn policy_metrics(&self) -> Option<nri_policy::PolicyMetrics> {
+        self.core.policy.validator().map(|v| v.metrics().clone())
+    }
+
+    /// The builtin policy validator's audit records, one JSON object per
+    /// line as [`nri_policy::audit_record`] writes them (which plugin set
+    /// which field to what, the verdict and the violations): the record of
+    /// `container` (an id), or of every container it has validated, oldest
+    /// first. The records of the last [`POLICY_AUDIT_CONTAINERS`]
+    /// containers are kept in memory; none when the validator is not
+    /// enabled.
+    ///
+    /// ```
+    /// use nri_integration::{Config, Nri};
+    ///
+    /// let nri = Nri::new(Config::disabled());
+    /// assert!(nri.policy_audit(None).is_empty());
+    /// assert!(nri.policy_audit(Some("ctr0")).is_empty());
+    /// ```
+    pub fn policy_audit(&self, container: Option<&str>) -> Vec<String> {
+        self.core.policy.records.lines(container)
+    }
+}
+
 /// The policy validator as a builtin plugin.
 pub(crate) struct PolicyBuiltin {
     validator: Arc<PolicyValidator>,
+    records: Arc<AuditRecords>,
 }
 
 impl PolicyBuiltin {
-    /// The builtin with the policy of `cfg`; when the file no longer loads
-    /// (it changed between the check and the start), every field a plugin
-    /// sets is refused.
+    /// The builtin with the policy of `cfg` and audit records of its own.
+    #[cfg(test)]
     pub(crate) fn new(cfg: &PolicyValidatorConfig) -> PolicyBuiltin {
-        let policy = cfg.load().unwrap_or_else(|e| {
-            tracing::error!("policy validator: {e}; refusing every container");
-            refuse_all(&e.to_string())
-        });
         PolicyBuiltin {
-            validator: Arc::new(PolicyValidator::new(policy)),
+            validator: Arc::new(PolicyValidator::new(load_or_refuse(cfg))),
+            records: Arc::default(),
         }
     }
+}
+
+/// The policy of `cfg`; when the file no longer loads (it changed between
+/// the check and the start), one that refuses every field a plugin sets.
+fn load_or_refuse(cfg: &PolicyValidatorConfig) -> Policy {
+    cfg.load().unwrap_or_else(|e| {
+        tracing::error!("policy validator: {e}; refusing every container");
+        refuse_all(&e.to_string())
+    })
 }
 
 /// A policy that refuses every field any plugin sets.
@@ -97,7 +233,10 @@ impl BuiltinPlugin for PolicyBuiltin {
         &self,
         req: &ValidateContainerAdjustmentRequest,
     ) -> Result<ValidateContainerAdjustmentResponse, BoxError> {
-        self.validator.validate(req)?;
+        let (verdict, record) = self.validator.validate_audited(req);
+        let id = req.container.as_ref().map_or("", |c| c.id.as_str());
+        self.records.push(id, record.to_string());
+        verdict?;
         Ok(ValidateContainerAdjustmentResponse::default())
     }
 }
@@ -168,6 +307,50 @@ mod tests {
                 file.display()
             )
         );
+    }
+
+    #[tokio::test]
+    async fn audit_records_and_counters_outlive_a_reload_and_stay_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("policy.yaml");
+        std::fs::write(&file, "mode: audit\ndefault: deny\nrules: []\n").unwrap();
+        let cfg = PolicyValidatorConfig {
+            enable: true,
+            policy_file: file,
+        };
+        let state = PolicyState::default();
+        let first = state.builtin(&cfg);
+        first
+            .validate_container_adjustment(&request("PATH"))
+            .await
+            .unwrap();
+        // A reload builds a new builtin: same counters, same records.
+        let second = state.builtin(&cfg);
+        second
+            .validate_container_adjustment(&request("HOME"))
+            .await
+            .unwrap();
+        let metrics = state.validator().unwrap().metrics().clone();
+        assert_eq!(metrics.decisions("audit", "would_refuse"), 2);
+        let lines = state.records.lines(Some("c0"));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let rec: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(rec["container"]["id"], "c0");
+        assert_eq!(rec["set"][0]["plugin"], "10-vendor");
+        assert_eq!(rec["set"][0]["field"], "env");
+        assert_eq!(rec["set"][0]["key"], "HOME");
+        assert_eq!(rec["violations"][0]["plugin"], "10-vendor");
+        assert!(state.records.lines(Some("other")).is_empty());
+
+        for i in 0..POLICY_AUDIT_CONTAINERS + 5 {
+            state
+                .records
+                .push(&format!("x{i}"), format!("{{\"n\":{i}}}"));
+        }
+        let all = state.records.lines(None);
+        assert_eq!(all.len(), POLICY_AUDIT_CONTAINERS);
+        assert_eq!(all[0], "{\"n\":5}");
+        assert!(state.records.lines(Some("c0")).is_empty());
     }
 
     #[test]

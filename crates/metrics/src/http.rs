@@ -61,6 +61,31 @@ pub struct MetricsServer {
 impl MetricsServer {
     /// Binds `addr` and serves `metrics` on `/metrics` until dropped.
     pub async fn start(addr: SocketAddr, metrics: NriMetrics) -> Result<Self, MetricsError> {
+        Self::start_with(addr, move || metrics.encode()).await
+    }
+
+    /// Binds `addr` and serves what `encode` returns (OpenMetrics text,
+    /// ending with `# EOF`) on `/metrics` until dropped: for a process that
+    /// serves more metrics than [`NriMetrics`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use nri_metrics::{http::MetricsServer, NriMetrics};
+    ///
+    /// let m = NriMetrics::new();
+    /// let server = MetricsServer::start_with("127.0.0.1:0".parse().unwrap(), move || m.encode())
+    ///     .await
+    ///     .unwrap();
+    /// assert_ne!(server.addr().port(), 0);
+    /// # }
+    /// ```
+    pub async fn start_with(
+        addr: SocketAddr,
+        encode: impl Fn() -> String + Send + Sync + 'static,
+    ) -> Result<Self, MetricsError> {
+        let encode: std::sync::Arc<dyn Fn() -> String + Send + Sync> = std::sync::Arc::new(encode);
+        let metrics = encode;
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| MetricsError::Bind { addr, source })?;
@@ -73,7 +98,7 @@ impl MetricsServer {
                     Ok((stream, _)) => {
                         let m = metrics.clone();
                         tokio::spawn(async move {
-                            if let Err(e) = respond(stream, &m).await {
+                            if let Err(e) = respond(stream, &*m).await {
                                 tracing::debug!(error = %e, "metrics request failed");
                             }
                         });
@@ -101,7 +126,10 @@ impl Drop for MetricsServer {
 }
 
 /// Reads the request head (up to the blank line) and answers it.
-async fn respond(mut stream: TcpStream, metrics: &NriMetrics) -> std::io::Result<()> {
+async fn respond(
+    mut stream: TcpStream,
+    metrics: &(dyn Fn() -> String + Send + Sync),
+) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
     let ended = |h: &[u8]| h.windows(4).any(|w| w == b"\r\n\r\n");
@@ -136,7 +164,7 @@ async fn respond(mut stream: TcpStream, metrics: &NriMetrics) -> std::io::Result
     } else if path != "/metrics" {
         ("404 Not Found", "text/plain", "try /metrics\n".to_string())
     } else {
-        ("200 OK", CONTENT_TYPE, metrics.encode())
+        ("200 OK", CONTENT_TYPE, metrics())
     };
     let mut reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",

@@ -147,6 +147,36 @@ impl PolicyValidator {
     /// trail, and returns the refusal in enforce mode (`Ok` in audit mode,
     /// whatever the decision).
     pub fn validate(&self, req: &ValidateContainerAdjustmentRequest) -> Result<(), Refusal> {
+        self.validate_inner(req, false).0
+    }
+
+    /// As [`validate`](Self::validate), and also returns the request's
+    /// audit record ([`audit_record`](crate::audit_record)), whether or not
+    /// the policy names an `audit_file`: for a runtime that keeps the trail
+    /// itself.
+    ///
+    /// ```
+    /// use nri_api::ValidateContainerAdjustmentRequest;
+    /// use nri_policy::{Policy, PolicyValidator};
+    ///
+    /// let v = PolicyValidator::new(Policy::empty("policy.yaml"));
+    /// let (verdict, record) = v.validate_audited(&ValidateContainerAdjustmentRequest::default());
+    /// assert!(verdict.is_ok());
+    /// assert_eq!(record["verdict"], "allowed");
+    /// ```
+    pub fn validate_audited(
+        &self,
+        req: &ValidateContainerAdjustmentRequest,
+    ) -> (Result<(), Refusal>, serde_json::Value) {
+        let (verdict, record) = self.validate_inner(req, true);
+        (verdict, record.unwrap_or_default())
+    }
+
+    fn validate_inner(
+        &self,
+        req: &ValidateContainerAdjustmentRequest,
+        want_record: bool,
+    ) -> (Result<(), Refusal>, Option<serde_json::Value>) {
         let loaded = self.current();
         let policy = &loaded.policy;
         let decision = decide_with(&loaded, req);
@@ -189,16 +219,19 @@ impl PolicyValidator {
                 "policy violation"
             );
         }
-        if let Some(path) = &policy.audit_file {
-            let line = audit::record(req, mode, verdict, &decision).to_string();
+        let record = (want_record || policy.audit_file.is_some())
+            .then(|| audit::record(req, mode, verdict, &decision));
+        if let (Some(path), Some(record)) = (&policy.audit_file, &record) {
+            let line = record.to_string();
             if let Err(e) = self.audit.append(path, &line) {
                 tracing::error!(target: "nri_policy", file = %path.display(), "cannot write the audit trail: {e}");
             }
         }
-        match (refusal, policy.mode) {
+        let verdict = match (refusal, policy.mode) {
             (Some(r), Mode::Enforce) => Err(r),
             _ => Ok(()),
-        }
+        };
+        (verdict, record.filter(|_| want_record))
     }
 }
 

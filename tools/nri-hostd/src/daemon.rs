@@ -272,6 +272,22 @@ pub fn preinstalled_plugins(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The OpenMetrics text of `/metrics`: the plugin calls' metrics and, when
+/// the builtin policy validator runs, its counters (`nri_policy_*`), as one
+/// exposition (one `# EOF`).
+fn metrics_text(calls: &NriMetrics, nri: &Nri) -> String {
+    let text = calls.encode();
+    let Some(policy) = nri.policy_metrics() else {
+        return text;
+    };
+    let mut out = text
+        .strip_suffix("# EOF\n")
+        .map(str::to_owned)
+        .unwrap_or(text);
+    out.push_str(&policy.encode());
+    out
+}
+
 /// The turn of one request's lifecycle events (see [`Hostd::turn`]).
 pub(crate) type Turn = tokio::sync::OwnedMutexGuard<()>;
 
@@ -319,8 +335,13 @@ impl Hostd {
         let nri = builder.build();
         // Served before NRI starts, so that the pre-installed plugins'
         // registrations are counted and a bad address fails the start.
+        // The builtin policy validator's counters join the plugin calls'
+        // when it is enabled (they exist once NRI has built it).
         let metrics = match metrics {
-            Some((addr, m)) => Some(MetricsServer::start(addr, m).await?),
+            Some((addr, m)) => {
+                let n = nri.clone();
+                Some(MetricsServer::start_with(addr, move || metrics_text(&m, &n)).await?)
+            }
             None => None,
         };
         nri.register_domain(domain.clone())?;
@@ -372,6 +393,12 @@ impl Hostd {
         }
     }
 
+    /// Whether the configuration in force enables the builtin policy
+    /// validator.
+    pub fn policy_validator_enabled(&self) -> bool {
+        self.nri.config().policy_validator.is_some_and(|p| p.enable)
+    }
+
     /// The NRI integration.
     pub fn nri(&self) -> &Nri {
         &self.nri
@@ -420,6 +447,19 @@ impl Hostd {
                 Response::Plugins {
                     running,
                     not_running,
+                }
+            }
+            Request::Audit { id } => {
+                drop(turn);
+                if !self.policy_validator_enabled() {
+                    return Response::Error {
+                        message: "the builtin policy validator is not enabled \
+                                  ([policy_validator] enable = true in nri-hostd's configuration)"
+                            .into(),
+                    };
+                }
+                Response::Audit {
+                    records: self.nri.policy_audit(id.as_deref()),
                 }
             }
             Request::Create {

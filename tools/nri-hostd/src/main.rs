@@ -6,6 +6,13 @@
 //! `nri-hostd status [--config FILE]` asks the running daemon which plugins
 //! run and which pre-installed ones do not (exit status 1 when one does not,
 //! or the daemon cannot be reached).
+//!
+//! `nri-hostd audit [CONTAINER-ID] [--config FILE]` prints the builtin
+//! policy validator's audit records the running daemon keeps (one JSON
+//! object per line: which plugin set which field to what, the verdict and
+//! the violations), of one container or of all; exit status 1 when the
+//! validator is not enabled, the container has no record or the daemon
+//! cannot be reached.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,15 +25,18 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-const USAGE: &str =
-    "usage: nri-hostd [status] [--config FILE]   (default /etc/nri/nri-hostd.toml)\n\
-     status: the plugins the running daemon runs, and the pre-installed ones it does not";
+const USAGE: &str = "usage: nri-hostd [status | audit [CONTAINER-ID]] [--config FILE]   \
+     (default /etc/nri/nri-hostd.toml)\n\
+     status: the plugins the running daemon runs, and the pre-installed ones it does not\n\
+     audit: the policy validator's audit records (JSON lines), of one container or all";
 
 /// Run the daemon, or ask the running one for its plugins (`status`).
 #[derive(Debug, PartialEq, Eq)]
 enum Mode {
     Daemon,
     Status,
+    /// `audit [CONTAINER-ID]`.
+    Audit(Option<String>),
 }
 
 fn parse_args() -> Result<(Mode, PathBuf), String> {
@@ -36,6 +46,10 @@ fn parse_args() -> Result<(Mode, PathBuf), String> {
     while let Some(arg) = args.next() {
         match arg.to_str() {
             Some("status") if mode == Mode::Daemon => mode = Mode::Status,
+            Some("audit") if mode == Mode::Daemon => mode = Mode::Audit(None),
+            Some(id) if mode == Mode::Audit(None) && !id.starts_with('-') => {
+                mode = Mode::Audit(Some(id.to_owned()));
+            }
             Some("--config" | "-c") => {
                 config = args.next().ok_or("--config needs a file")?.into();
             }
@@ -78,6 +92,45 @@ fn status(config: &HostdConfig) -> ExitCode {
                 list(&not_running),
                 config.nri.plugin_path.display()
             );
+            ExitCode::from(1)
+        }
+        Ok(other) => {
+            eprintln!("nri-hostd: unexpected answer from the daemon: {other:?}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("nri-hostd: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `nri-hostd audit [ID]`: prints the audit records, one per line.
+fn audit(config: &HostdConfig, id: Option<String>) -> ExitCode {
+    use nri_hostd::protocol::{call, Request, Response};
+    let socket = &config.hostd.control_socket;
+    match call(
+        socket,
+        &Request::Audit { id: id.clone() },
+        std::time::Duration::from_secs(10),
+    ) {
+        Ok(Response::Audit { records }) => {
+            for r in &records {
+                println!("{r}");
+            }
+            match id {
+                Some(id) if records.is_empty() => {
+                    eprintln!(
+                        "nri-hostd: no audit record of container {id:?} (not validated, \
+                         or older than the records kept)"
+                    );
+                    ExitCode::from(1)
+                }
+                _ => ExitCode::SUCCESS,
+            }
+        }
+        Ok(Response::Error { message }) => {
+            eprintln!("nri-hostd: {message}");
             ExitCode::from(1)
         }
         Ok(other) => {
@@ -151,8 +204,10 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if mode == Mode::Status {
-        return status(&config);
+    match mode {
+        Mode::Status => return status(&config),
+        Mode::Audit(id) => return audit(&config, id),
+        Mode::Daemon => {}
     }
     let export = match init_tracing(&config) {
         Ok(e) => e,

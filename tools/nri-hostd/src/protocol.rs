@@ -54,6 +54,13 @@ pub enum Request {
     /// Which plugins run: answered with [`Response::Plugins`]
     /// (`nri-hostd status`).
     Plugins,
+    /// The builtin policy validator's audit records: answered with
+    /// [`Response::Audit`] (`nri-hostd audit [CONTAINER-ID]`).
+    Audit {
+        /// One container's record; `None` for every container kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+    },
     /// `create`: the bundle's spec as read from `config.json`. The daemon
     /// runs RunPodSandbox (first container of a pod) and CreateContainer,
     /// and answers [`Response::Spec`] with the adjusted spec.
@@ -163,6 +170,12 @@ pub enum Response {
         running: Vec<String>,
         /// Full names of pre-installed plugins that are not running.
         not_running: Vec<String>,
+    },
+    /// [`Request::Audit`]: the audit records, one JSON object per string
+    /// (`nri_policy::audit_record`), oldest first.
+    Audit {
+        /// The records.
+        records: Vec<String>,
     },
     /// [`Request::Create`]: the spec to write, `None` when unchanged.
     Spec {
