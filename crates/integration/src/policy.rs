@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use nri_adaptation::{async_trait, BoxError, BuiltinPlugin};
 use nri_api::{EventMask, ValidateContainerAdjustmentRequest, ValidateContainerAdjustmentResponse};
 use nri_policy::{
-    LoadError, Policy, PolicyValidator, POLICY_VALIDATOR_INDEX, POLICY_VALIDATOR_NAME,
+    AuditEntry, LoadError, Policy, PolicyValidator, POLICY_VALIDATOR_INDEX, POLICY_VALIDATOR_NAME,
 };
 use serde::{Deserialize, Serialize};
 
@@ -56,24 +56,22 @@ impl PolicyValidatorConfig {
     }
 }
 
-/// How many containers' audit records an [`Nri`](crate::Nri) keeps: the
-/// records of the most recently validated containers, older ones dropped
+/// How many audit records an [`Nri`](crate::Nri) keeps: those of its most
+/// recent validations (one per container created), older ones dropped
 /// first.
 pub const POLICY_AUDIT_CONTAINERS: usize = 1024;
 
-/// The audit records of the last [`POLICY_AUDIT_CONTAINERS`] validated
-/// containers, as JSON lines ([`nri_policy::audit_record`]), oldest first.
+/// The last [`POLICY_AUDIT_CONTAINERS`] validations, oldest first; their
+/// JSON records ([`nri_policy::AuditEntry::record`]) are made when asked.
 #[derive(Debug, Default)]
 pub(crate) struct AuditRecords {
-    records: Mutex<VecDeque<(String, String)>>,
+    records: Mutex<VecDeque<AuditEntry>>,
 }
 
 impl AuditRecords {
-    fn push(&self, container: &str, line: String) {
+    fn push(&self, entry: AuditEntry) {
         let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        // A container id validated again (an id reused) keeps its newest record.
-        records.retain(|(id, _)| id != container);
-        records.push_back((container.to_owned(), line));
+        records.push_back(entry);
         while records.len() > POLICY_AUDIT_CONTAINERS {
             records.pop_front();
         }
@@ -83,8 +81,8 @@ impl AuditRecords {
         let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
         records
             .iter()
-            .filter(|(id, _)| container.is_none_or(|c| c == id))
-            .map(|(_, line)| line.clone())
+            .filter(|e| container.is_none_or(|c| c == e.container_id()))
+            .map(|e| e.record().to_string())
             .collect()
     }
 }
@@ -170,7 +168,7 @@ impl crate::Nri {
     /// which field to what, the verdict and the violations): the record of
     /// `container` (an id), or of every container it has validated, oldest
     /// first. The records of the last [`POLICY_AUDIT_CONTAINERS`]
-    /// containers are kept in memory; none when the validator is not
+    /// validations are kept in memory; none when the validator is not
     /// enabled.
     ///
     /// ```
@@ -233,9 +231,8 @@ impl BuiltinPlugin for PolicyBuiltin {
         &self,
         req: &ValidateContainerAdjustmentRequest,
     ) -> Result<ValidateContainerAdjustmentResponse, BoxError> {
-        let (verdict, record) = self.validator.validate_audited(req);
-        let id = req.container.as_ref().map_or("", |c| c.id.as_str());
-        self.records.push(id, record.to_string());
+        let (verdict, entry) = self.validator.validate_audited(req);
+        self.records.push(entry);
         verdict?;
         Ok(ValidateContainerAdjustmentResponse::default())
     }
@@ -332,9 +329,10 @@ mod tests {
             .unwrap();
         let metrics = state.validator().unwrap().metrics().clone();
         assert_eq!(metrics.decisions("audit", "would_refuse"), 2);
+        // Both validations of c0, oldest first.
         let lines = state.records.lines(Some("c0"));
-        assert_eq!(lines.len(), 1, "{lines:?}");
-        let rec: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let rec: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
         assert_eq!(rec["container"]["id"], "c0");
         assert_eq!(rec["set"][0]["plugin"], "10-vendor");
         assert_eq!(rec["set"][0]["field"], "env");
@@ -342,14 +340,17 @@ mod tests {
         assert_eq!(rec["violations"][0]["plugin"], "10-vendor");
         assert!(state.records.lines(Some("other")).is_empty());
 
-        for i in 0..POLICY_AUDIT_CONTAINERS + 5 {
-            state
-                .records
-                .push(&format!("x{i}"), format!("{{\"n\":{i}}}"));
+        let v = state.validator().unwrap();
+        for i in 0..POLICY_AUDIT_CONTAINERS + 3 {
+            let mut r = request("X");
+            r.container.as_mut().unwrap().id = format!("x{i}");
+            state.records.push(v.validate_audited(&r).1);
         }
         let all = state.records.lines(None);
         assert_eq!(all.len(), POLICY_AUDIT_CONTAINERS);
-        assert_eq!(all[0], "{\"n\":5}");
+        let first: serde_json::Value = serde_json::from_str(&all[0]).unwrap();
+        // 2 + 1027 validations: the first five (c0 twice, x0 to x2) dropped.
+        assert_eq!(first["container"]["id"], "x3");
         assert!(state.records.lines(Some("c0")).is_empty());
     }
 

@@ -5,6 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use nri_api::ValidateContainerAdjustmentRequest;
 use serde_json::{json, Value as Json};
@@ -47,6 +48,68 @@ pub fn record(
     verdict: &str,
     decision: &Decision,
 ) -> Json {
+    record_at(req, mode, verdict, decision, SystemTime::now())
+}
+
+/// One validation, kept to make its audit record ([`record`]) when asked:
+/// what [`PolicyValidator::validate_audited`](crate::PolicyValidator::validate_audited)
+/// returns, for a runtime that keeps the trail in memory (cheaper than the
+/// JSON record on the path that creates the container).
+#[derive(Debug, Clone)]
+pub struct AuditEntry {
+    req: ValidateContainerAdjustmentRequest,
+    mode: &'static str,
+    verdict: &'static str,
+    decision: Decision,
+    time: SystemTime,
+}
+
+impl AuditEntry {
+    pub(crate) fn new(
+        req: &ValidateContainerAdjustmentRequest,
+        mode: &'static str,
+        verdict: &'static str,
+        decision: Decision,
+    ) -> AuditEntry {
+        AuditEntry {
+            req: req.clone(),
+            mode,
+            verdict,
+            decision,
+            time: SystemTime::now(),
+        }
+    }
+
+    /// The validated container's id.
+    pub fn container_id(&self) -> &str {
+        self.req.container.as_ref().map_or("", |c| c.id.as_str())
+    }
+
+    /// `allowed`, `refused` or `would_refuse`.
+    pub fn verdict(&self) -> &'static str {
+        self.verdict
+    }
+
+    /// The audit record, as [`record`] makes it, timed when the container
+    /// was validated.
+    pub fn record(&self) -> Json {
+        record_at(
+            &self.req,
+            self.mode,
+            self.verdict,
+            &self.decision,
+            self.time,
+        )
+    }
+}
+
+fn record_at(
+    req: &ValidateContainerAdjustmentRequest,
+    mode: &str,
+    verdict: &str,
+    decision: &Decision,
+    time: SystemTime,
+) -> Json {
     let pod = req.pod.as_ref();
     let ctr = req.container.as_ref();
     let set: Vec<Json> = collect(req)
@@ -75,7 +138,7 @@ pub fn record(
         })
     }));
     json!({
-        "time": rfc3339_now(),
+        "time": rfc3339(time),
         "pod": {
             "namespace": pod.map_or("", |p| p.namespace.as_str()),
             "name": pod.map_or("", |p| p.name.as_str()),
@@ -92,9 +155,9 @@ pub fn record(
     })
 }
 
-/// Now, as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-fn rfc3339_now() -> String {
-    let now = std::time::SystemTime::now()
+/// `time`, as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn rfc3339(time: SystemTime) -> String {
+    let now = time
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let secs = now.as_secs();

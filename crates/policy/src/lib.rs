@@ -72,7 +72,7 @@ mod lang;
 mod metrics;
 mod validator;
 
-pub use audit::record as audit_record;
+pub use audit::{record as audit_record, AuditEntry};
 pub use cpuset::{CpuSet, CpuSetError};
 pub use eval::{Decision, Refusal, Violation};
 pub use glob::Glob;

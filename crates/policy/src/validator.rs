@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use nri_api::ValidateContainerAdjustmentRequest;
 use nri_validator::DefaultValidator;
 
-use crate::audit::{self, AuditTrail};
+use crate::audit::{self, AuditEntry, AuditTrail};
 use crate::eval::{self, Decision, Refusal};
 use crate::lang::{LoadError, Mode, Policy};
 use crate::metrics::PolicyMetrics;
@@ -150,33 +150,34 @@ impl PolicyValidator {
         self.validate_inner(req, false).0
     }
 
-    /// As [`validate`](Self::validate), and also returns the request's
-    /// audit record ([`audit_record`](crate::audit_record)), whether or not
-    /// the policy names an `audit_file`: for a runtime that keeps the trail
-    /// itself.
+    /// As [`validate`](Self::validate), and also returns what the audit
+    /// record of the request is made of ([`AuditEntry::record`] makes it),
+    /// whether or not the policy names an `audit_file`: for a runtime that
+    /// keeps the trail itself.
     ///
     /// ```
     /// use nri_api::ValidateContainerAdjustmentRequest;
     /// use nri_policy::{Policy, PolicyValidator};
     ///
     /// let v = PolicyValidator::new(Policy::empty("policy.yaml"));
-    /// let (verdict, record) = v.validate_audited(&ValidateContainerAdjustmentRequest::default());
+    /// let (verdict, entry) = v.validate_audited(&ValidateContainerAdjustmentRequest::default());
     /// assert!(verdict.is_ok());
-    /// assert_eq!(record["verdict"], "allowed");
+    /// assert_eq!(entry.record()["verdict"], "allowed");
     /// ```
     pub fn validate_audited(
         &self,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> (Result<(), Refusal>, serde_json::Value) {
-        let (verdict, record) = self.validate_inner(req, true);
-        (verdict, record.unwrap_or_default())
+    ) -> (Result<(), Refusal>, AuditEntry) {
+        let (verdict, entry) = self.validate_inner(req, true);
+        let entry = entry.unwrap_or_else(|| AuditEntry::new(req, "", "", Decision::default()));
+        (verdict, entry)
     }
 
     fn validate_inner(
         &self,
         req: &ValidateContainerAdjustmentRequest,
-        want_record: bool,
-    ) -> (Result<(), Refusal>, Option<serde_json::Value>) {
+        want_entry: bool,
+    ) -> (Result<(), Refusal>, Option<AuditEntry>) {
         let loaded = self.current();
         let policy = &loaded.policy;
         let decision = decide_with(&loaded, req);
@@ -219,19 +220,18 @@ impl PolicyValidator {
                 "policy violation"
             );
         }
-        let record = (want_record || policy.audit_file.is_some())
-            .then(|| audit::record(req, mode, verdict, &decision));
-        if let (Some(path), Some(record)) = (&policy.audit_file, &record) {
-            let line = record.to_string();
+        if let Some(path) = &policy.audit_file {
+            let line = audit::record(req, mode, verdict, &decision).to_string();
             if let Err(e) = self.audit.append(path, &line) {
                 tracing::error!(target: "nri_policy", file = %path.display(), "cannot write the audit trail: {e}");
             }
         }
+        let entry = want_entry.then(|| AuditEntry::new(req, mode, verdict, decision));
         let verdict = match (refusal, policy.mode) {
             (Some(r), Mode::Enforce) => Err(r),
             _ => Ok(()),
         };
-        (verdict, record.filter(|_| want_record))
+        (verdict, entry)
     }
 }
 
