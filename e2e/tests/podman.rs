@@ -428,8 +428,15 @@ fn daemon_down_policies() {
     // invoke a command that was not found"): a stopped daemon must read as
     // what it is.
     assert!(err.contains("is nri-hostd running?"), "{err}");
-    assert!(!err.to_ascii_lowercase().contains("no such file or directory"), "{err}");
-    assert!(!err.contains("attempted to invoke a command that was not found"), "{err}");
+    assert!(
+        !err.to_ascii_lowercase()
+            .contains("no such file or directory"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("attempted to invoke a command that was not found"),
+        "{err}"
+    );
     assert_ne!(out.status.code(), Some(127), "{err}");
 }
 

@@ -65,10 +65,10 @@ pub use common::{
 pub use go_yaml::{go_integral, load as go_yaml_load, resolve_plain, GoYamlError};
 pub use identity::{is_indexed_program, plugin_index, plugin_name};
 pub use logging::{init_logging, init_tracing, log_filter, use_colour, Tracing};
-pub use runtime::{deliverable, report_unapplied};
 /// Go's `strconv.ParseBool`, as a clap value parser: the workspace's one
 /// boolean parser, [`nri_api::goparse::parse_bool`].
 pub use nri_api::goparse::parse_bool as parse_go_bool;
 /// Go's `time.ParseDuration`, as a clap value parser: the workspace's one
 /// duration parser, [`nri_api::goparse::parse_duration`].
 pub use nri_api::goparse::parse_duration;
+pub use runtime::{deliverable, report_unapplied};

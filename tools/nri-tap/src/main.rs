@@ -131,12 +131,11 @@ async fn run(cli: Cli) -> ExitCode {
                 listen.display(),
                 runtime.display()
             );
-            let mut term = match tokio::signal::unix::signal(
-                tokio::signal::unix::SignalKind::terminate(),
-            ) {
-                Ok(t) => t,
-                Err(e) => return fail(format!("cannot handle SIGTERM: {e}")),
-            };
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(t) => t,
+                    Err(e) => return fail(format!("cannot handle SIGTERM: {e}")),
+                };
             tokio::select! {
                 () = proxy::serve(listener, runtime, recorder) => {}
                 _ = tokio::signal::ctrl_c() => {}
