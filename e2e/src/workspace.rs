@@ -58,9 +58,19 @@ fn cargo(subcommand: &str, packages: &[&str]) -> (Command, PathBuf, String) {
 /// assert!(bins[0].is_file());
 /// ```
 pub fn build_bins(bins: &[&str]) -> Result<Vec<PathBuf>> {
+    build_bins_with_features(bins, &[])
+}
+
+/// As [`build_bins`], with the `features` (`package/feature`) on: a binary
+/// that another test target runs too must be built with the features that
+/// target's build gave it, or this build replaces it with a leaner one.
+pub fn build_bins_with_features(bins: &[&str], features: &[&str]) -> Result<Vec<PathBuf>> {
     let (mut cmd, target, profile) = cargo("build", &["--workspace"]);
     for bin in bins {
         cmd.args(["--bin", bin]);
+    }
+    if !features.is_empty() {
+        cmd.args(["--features", &features.join(",")]);
     }
     run(&mut cmd)?;
     Ok(bins.iter().map(|b| target.join(&profile).join(b)).collect())

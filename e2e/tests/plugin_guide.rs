@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nri_e2e::workspace::{build_bins, root};
+use nri_e2e::workspace::{build_bins_with_features, root};
 use serde_json::Value;
 
 /// Marks a line showing what works only once the crates are on crates.io.
@@ -378,7 +378,14 @@ fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
         assert!(help.contains(option), "-h lacks {option}:\n{help}");
     }
 
-    let sim = build_bins(&["nri-sim"]).expect("build nri-sim").remove(0);
+    // nri-sim's own tests run this binary too, built with the features their
+    // dev-dependency turns on; build it with the same ones.
+    let sim = build_bins_with_features(
+        &["nri-sim"],
+        &["nri-sim/wasm", "nri-sim/otel", "nri-sim/samples"],
+    )
+    .expect("build nri-sim")
+    .remove(0);
     fs::write(plugin_dir.join("my-plugin.yaml"), launched).expect("write scenario");
     let report = run_ok(Command::new(&sim).current_dir(&plugin_dir).args([
         "run",
