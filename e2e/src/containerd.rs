@@ -267,7 +267,7 @@ fn config_toml(layout: &Layout, bins: &Binaries, o: &Options, sandbox: &str) -> 
              [{cri}.cni]\n  conf_dir = \"{d}/cni/net.d\"\n  bin_dir = \"{d}/cni/bin\"\n\
              [{cri}.containerd]\n  snapshotter = \"overlayfs\"\n  default_runtime_name = \"runc\"\n\
              [{cri}.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\
-             [{cri}.containerd.runtimes.runc.options]\n  BinaryName = \"{runc}\"\n  SystemdCgroup = false\n",
+             [{cri}.containerd.runtimes.runc.options]\n  BinaryName = \"{runc}\"\n  Root = \"{d}/runc\"\n  SystemdCgroup = false\n",
             common("plugins.\"io.containerd.nri.v1.nri\""),
         )
     } else {
@@ -281,7 +281,7 @@ fn config_toml(layout: &Layout, bins: &Binaries, o: &Options, sandbox: &str) -> 
              [{rt}.cni]\n  conf_dir = \"{d}/cni/net.d\"\n  bin_dirs = [\"{d}/cni/bin\"]\n\
              [{rt}.containerd]\n  default_runtime_name = \"runc\"\n\
              [{rt}.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\
-             [{rt}.containerd.runtimes.runc.options]\n  BinaryName = \"{runc}\"\n  SystemdCgroup = false\n\
+             [{rt}.containerd.runtimes.runc.options]\n  BinaryName = \"{runc}\"\n  Root = \"{d}/runc\"\n  SystemdCgroup = false\n\
              [plugins.'io.containerd.grpc.v1.cri']\n  disable_tcp_service = true\n\
              \x20 stream_server_address = \"127.0.0.1\"\n  stream_server_port = \"{port}\"\n",
             common("plugins.'io.containerd.nri.v1.nri'"),
