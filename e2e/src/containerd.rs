@@ -17,7 +17,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -117,7 +117,55 @@ pub struct Containerd {
     config: PathBuf,
     daemon: Option<Daemon>,
     starts: u32,
+    // Dropped after the daemon and its shims are stopped (fields drop after
+    // `Drop::drop`).
+    _shim_dir: Option<ShimSocketDir>,
     _tmp: tempfile::TempDir,
+}
+
+/// The directory containerd 1.x's shims put their sockets in whatever the
+/// configuration says (`/run/containerd/s`, a constant of that release).
+const SHIM_SOCKET_DIR: &str = "/run/containerd/s";
+
+/// Test processes' containerd 1.x daemons that share [`SHIM_SOCKET_DIR`],
+/// and which of it and its parent were absent before the first of them.
+static SHIM_DIR_USERS: std::sync::Mutex<(usize, Vec<PathBuf>)> =
+    std::sync::Mutex::new((0, Vec::new()));
+
+/// A claim on [`SHIM_SOCKET_DIR`]: when the last claim of the process ends
+/// (its containerd stopped), the directories it found absent are removed
+/// again if they are empty, so the host keeps no trace of the tests.
+#[derive(Debug)]
+struct ShimSocketDir;
+
+impl ShimSocketDir {
+    fn claim() -> ShimSocketDir {
+        let mut users = SHIM_DIR_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        if users.0 == 0 {
+            let dir = Path::new(SHIM_SOCKET_DIR);
+            users.1 = [Some(dir), dir.parent()]
+                .into_iter()
+                .flatten()
+                .filter(|d| !d.exists())
+                .map(Path::to_path_buf)
+                .collect();
+        }
+        users.0 += 1;
+        ShimSocketDir
+    }
+}
+
+impl Drop for ShimSocketDir {
+    fn drop(&mut self) {
+        let mut users = SHIM_DIR_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        users.0 -= 1;
+        if users.0 == 0 {
+            // Innermost first; `remove_dir` leaves a directory that is not empty.
+            for dir in std::mem::take(&mut users.1) {
+                let _ = fs::remove_dir(dir);
+            }
+        }
+    }
 }
 
 impl Containerd {
@@ -141,6 +189,10 @@ impl Containerd {
         let bins = binaries(&options.version)?;
         let busybox = image::busybox()?;
         let pause = image::pause()?;
+        let shim_dir = options
+            .version
+            .starts_with("v1.")
+            .then(ShimSocketDir::claim);
         let (tmp, layout) = Layout::create("nri-e2e-ctrd-", "containerd.sock", &options)?;
         let config = layout.dir.join("config.toml");
         let text = edit(config_toml(&layout, &bins, &options, &pause.name)?);
@@ -152,6 +204,7 @@ impl Containerd {
             config,
             daemon: None,
             starts: 0,
+            _shim_dir: shim_dir,
             _tmp: tmp,
         };
         ctrd.start_daemon()?;

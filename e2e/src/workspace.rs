@@ -58,14 +58,33 @@ fn cargo(subcommand: &str, packages: &[&str]) -> (Command, PathBuf, String) {
 /// assert!(bins[0].is_file());
 /// ```
 pub fn build_bins(bins: &[&str]) -> Result<Vec<PathBuf>> {
-    build_bins_with_features(bins, &[])
+    build_bins_with_features(".", bins, &[])
 }
 
-/// As [`build_bins`], with the `features` (`package/feature`) on: a binary
-/// that another test target runs too must be built with the features that
-/// target's build gave it, or this build replaces it with a leaner one.
-pub fn build_bins_with_features(bins: &[&str], features: &[&str]) -> Result<Vec<PathBuf>> {
+/// As [`build_bins`], with the `features` of the member in directory
+/// `member` (relative to the workspace root) on: a binary that another test
+/// target runs too must be built with the features that target's build gave
+/// it, or this build replaces it with a leaner one. The build runs in that
+/// member's directory, where cargo applies `--features` to it (a
+/// `member/feature` form given from the root applies to none of the selected
+/// packages).
+///
+/// ```no_run
+/// let sim = nri_e2e::workspace::build_bins_with_features(
+///     "tools/nri-sim",
+///     &["nri-sim"],
+///     &["samples"],
+/// )
+/// .unwrap();
+/// assert!(sim[0].is_file());
+/// ```
+pub fn build_bins_with_features(
+    member: &str,
+    bins: &[&str],
+    features: &[&str],
+) -> Result<Vec<PathBuf>> {
     let (mut cmd, target, profile) = cargo("build", &["--workspace"]);
+    cmd.current_dir(root().join(member));
     for bin in bins {
         cmd.args(["--bin", bin]);
     }

@@ -153,14 +153,20 @@ fn containerd_with_nri_runc_as_binary_name() {
         let runc = "BinaryName = \"/usr/sbin/runc\"";
         let nri = "[plugins.'io.containerd.nri.v1.nri']\n  disable = false\n";
         assert!(text.contains(runc) && text.contains(nri), "{text}");
-        text.replace(
-            runc,
-            &format!("BinaryName = {link:?}\n  Root = {runc_root:?}"),
-        )
-        .replace(
-            nri,
-            "[plugins.'io.containerd.nri.v1.nri']\n  disable = true\n",
-        )
+        // The runc options have a state root already; this test's replaces it.
+        let text: String = text
+            .lines()
+            .map(|line| match line.trim_start().starts_with("Root = ") {
+                true => format!("  Root = {runc_root:?}\n"),
+                false => format!("{line}\n"),
+            })
+            .collect();
+        assert!(text.contains(&format!("Root = {runc_root:?}")), "{text}");
+        text.replace(runc, &format!("BinaryName = {link:?}"))
+            .replace(
+                nri,
+                "[plugins.'io.containerd.nri.v1.nri']\n  disable = true\n",
+            )
     })
     .unwrap();
     // The shim adds containerd's namespace to the runtime root.

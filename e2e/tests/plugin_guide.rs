@@ -380,12 +380,9 @@ fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
 
     // nri-sim's own tests run this binary too, built with the features their
     // dev-dependency turns on; build it with the same ones.
-    let sim = build_bins_with_features(
-        &["nri-sim"],
-        &["nri-sim/wasm", "nri-sim/otel", "nri-sim/samples"],
-    )
-    .expect("build nri-sim")
-    .remove(0);
+    let sim = build_bins_with_features("tools/nri-sim", &["nri-sim"], &["wasm", "otel", "samples"])
+        .expect("build nri-sim")
+        .remove(0);
     fs::write(plugin_dir.join("my-plugin.yaml"), launched).expect("write scenario");
     let report = run_ok(Command::new(&sim).current_dir(&plugin_dir).args([
         "run",
