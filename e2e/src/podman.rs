@@ -30,6 +30,21 @@ use crate::{image, E2eError, Result};
 /// Debian packages the podman suite installs.
 pub const PACKAGES: &[&str] = &["podman", "runc"];
 
+/// What a plugin sees of a podman container's life (nri-hostd gives each
+/// container a pod of its own), after its registration's Synchronize.
+pub const LIFECYCLE: &[&str] = &[
+    "RunPodSandbox",
+    "CreateContainer",
+    "ValidateContainerAdjustment",
+    "PostCreateContainer",
+    "StartContainer",
+    "PostStartContainer",
+    "StopContainer",
+    "RemoveContainer",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+];
+
 /// How long the daemon may take to come up or a plugin to register.
 pub const WAIT: Duration = Duration::from_secs(30);
 
@@ -274,7 +289,8 @@ impl Podman {
             &base.join("containers.conf"),
             "[containers]\n\
              default_ulimits = [\"nofile=20000:20000\", \"nproc=32768:32768\"]\n\
-             [engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n",
+             [engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
+             runtime = \"runc\"\n",
         )?;
         write(
             &base.join("storage.conf"),

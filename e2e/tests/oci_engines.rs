@@ -1,8 +1,9 @@
 //! End-to-end: the `nri-runc` set-ups of docs/oci-engines.md besides podman
 //! and Docker's runtime: containerd with its own NRI off and `nri-runc` as
 //! the runc shim's `BinaryName`, and a CRI-O runtime handler with CRI-O's
-//! NRI off. Plugins run in `nri-hostd`; each effect is checked inside the
-//! running container and in the real runtime's own state.
+//! NRI off; and crun instead of runc under `nri-runc`, run by podman.
+//! Plugins run in `nri-hostd`; each effect is checked inside the running
+//! container and in the real runtime's own state.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -199,4 +200,87 @@ fn crio_with_an_nri_runc_runtime_handler() {
     })
     .unwrap();
     pod_through_nri_runc(&crio, &log, &runc_root);
+}
+
+/// crun (Debian 12's 1.8.1) as the real runtime under `nri-runc`, run by
+/// podman: the logger's variable is in the container's process 1 and its
+/// annotation in crun's own state, and the logger sees the container's
+/// lifecycle (docs/oci-engines.md, "Any OCI runtime").
+///
+/// crun 1.8.1 refuses every command on a cgroup v1 host whose cgroup v2
+/// hierarchy (`/sys/fs/cgroup/unified`) still holds a controller, as these
+/// machines' does (`cgroups in hybrid mode not supported`). The runtime
+/// `nri-runc` runs here is therefore a script that starts crun in a mount
+/// namespace of its own without that mount, where crun sees cgroup v1 and
+/// runs; the host's mounts stay as they are. crun's state is kept under the
+/// test's directory (`--root`).
+#[test]
+fn podman_with_crun_under_nri_runc() {
+    let mut packages = podman::PACKAGES.to_vec();
+    packages.push("crun");
+    if !prepare("oci-engines crun", &packages) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let (hostd, _logger, log) = hostd_with_logger(w);
+    let crun_root = w.join("crun");
+    let script = w.join("crun-v1");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             exec unshare --mount --propagation private /bin/sh -c \
+             'umount /sys/fs/cgroup/unified 2>/dev/null; exec /usr/bin/crun --root {crun_root:?} \"$@\"' \
+             crun \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let podman = podman::Podman::with_busybox(w).unwrap();
+    let runtime = podman
+        .wrapper(
+            "nri-crun",
+            &format!(
+                "runtime = {script:?}\ncontrol_socket = {:?}\n",
+                hostd.control_socket
+            ),
+        )
+        .unwrap();
+    let out = podman.run_with(&runtime, &["-d", podman::Podman::BUSYBOX, "sleep", "1000"]);
+    assert!(
+        out.status.success(),
+        "podman run through nri-runc and crun failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+
+    let environ = wait_for("the logger's variable in the container", WAIT, || {
+        let environ = podman.cat(&id, "/proc/1/environ").ok()?;
+        environ
+            .contains("NRI_LOGGER=logger-pid-")
+            .then_some(environ)
+    })
+    .unwrap();
+    assert!(environ.contains("NRI_LOGGER=logger-pid-"));
+    // crun's own view: the container is crun's, with the logger's annotation.
+    let state = run(Command::new(&script).args(["state", &id])).unwrap();
+    let state: serde_json::Value = serde_json::from_slice(&state.stdout).unwrap();
+    assert_eq!(state["status"], "running", "{state}");
+    assert!(
+        state["annotations"]["logger.nri-rs.dev/seen"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("logger-pid-")),
+        "{state}"
+    );
+
+    podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
+    let seen = wait_for("the logger to see the removal", WAIT, || {
+        let seen = events(&log);
+        (seen.last().map(String::as_str) == Some("RemovePodSandbox")).then_some(seen)
+    })
+    .unwrap();
+    let mut expected = vec!["Synchronize"];
+    expected.extend_from_slice(podman::LIFECYCLE);
+    assert_eq!(seen, expected);
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nri_e2e::host::{prepare as host_prepare, run, wait_for};
 use nri_e2e::plugins::{bin, logged_events, start_external};
-use nri_e2e::podman::{binaries, busybox_bundle, Hostd, Podman, PACKAGES, WAIT};
+use nri_e2e::podman::{binaries, busybox_bundle, Hostd, Podman, LIFECYCLE, PACKAGES, WAIT};
 
 fn prepare() -> bool {
     host_prepare("podman", PACKAGES)
@@ -48,20 +48,6 @@ fn start_logger(dir: &Path, hostd: &Hostd) -> (nri_e2e::host::Daemon, std::path:
     hostd.wait_registered("10-logger").unwrap();
     (process, log)
 }
-
-/// What the logger sees of a container's life in its own pod.
-const LIFECYCLE: &[&str] = &[
-    "RunPodSandbox",
-    "CreateContainer",
-    "ValidateContainerAdjustment",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "StopContainer",
-    "RemoveContainer",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-];
 
 /// The events in the logger's log `log` once the last is RemovePodSandbox.
 fn logged_until_removal(log: &Path) -> Vec<String> {
