@@ -489,6 +489,7 @@ async fn connect(
                     name: base,
                     index: idx,
                     config: config.clone(),
+                    config_from: None,
                     args: Vec::new(),
                 },
                 &path,

@@ -173,7 +173,7 @@ impl Sim {
         }
         let dirs = launch::prepare(&scenario)?;
         let mut sample_runs = Vec::new();
-        for p in &scenario.plugins {
+        for (i, p) in scenario.plugins.iter().enumerate() {
             if let Some(sample) = &p.sample {
                 let index = p.index.clone().unwrap_or_else(|| DEFAULT_INDEX.into());
                 let bad = |message: String| samples::SampleError {
@@ -196,6 +196,11 @@ impl Sim {
                         Some(serde_json::Value::String(s)) => s.clone(),
                         Some(other) => other.to_string(),
                     },
+                    config_from: p
+                        .config
+                        .as_ref()
+                        .filter(|c| !c.is_string())
+                        .map(|_| format!("plugins[{i}] of {}", scenario.origin)),
                     args,
                 });
             }

@@ -168,6 +168,10 @@ pub struct SampleRun {
     pub index: String,
     /// Configuration handed to Configure.
     pub config: String,
+    /// Where `config` was written as a YAML mapping (`plugins[0] of
+    /// scenario.yaml`): it reaches the plugin re-serialized, so positions in
+    /// the plugin's errors about it are not the scenario's.
+    pub config_from: Option<String>,
     /// Its program's arguments (without the program name).
     pub args: Vec<String>,
 }
@@ -190,17 +194,26 @@ pub struct Running {
     pub sample: String,
     /// The full names (`NN-name`) it registers as.
     pub full_names: Vec<String>,
+    /// [`SampleRun::config_from`].
+    pub config_from: Option<String>,
     tasks: Vec<JoinHandle<Result<(), String>>>,
 }
 
 impl Running {
-    /// Why the plugin stopped, if one of its connections ended.
+    /// Why the plugin stopped, if one of its connections ended. An error
+    /// about a configuration written as a YAML mapping says so, without the
+    /// parser's line and column (they count in the re-serialized text).
     pub async fn ended(&mut self) -> Option<String> {
         let i = self.tasks.iter().position(JoinHandle::is_finished)?;
         let task = self.tasks.remove(i);
         Some(match task.await {
             Ok(Ok(())) => "it stopped".into(),
-            Ok(Err(e)) => e,
+            Ok(Err(e)) => match &self.config_from {
+                Some(from) if e.contains("configur") => {
+                    format!("{} (its `config:` mapping, {from})", without_positions(&e))
+                }
+                _ => e,
+            },
             Err(e) => format!("its task failed: {e}"),
         })
     }
@@ -219,10 +232,37 @@ impl Drop for Running {
     }
 }
 
+/// `text` without the YAML parser's ` at line N column M` positions.
+fn without_positions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(" at line ") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + " at line ".len()..];
+        let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        let n = digits(after);
+        let position = (n > 0)
+            .then(|| after[n..].strip_prefix(" column "))
+            .flatten()
+            .map(|col| (col, digits(col)))
+            .filter(|(_, m)| *m > 0);
+        match position {
+            Some((col, m)) => rest = &col[m..],
+            None => {
+                out.push_str(" at line ");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn single(run: &SampleRun, task: JoinHandle<Result<(), String>>) -> Result<Running, String> {
     Ok(Running {
         sample: run.sample.clone(),
         full_names: vec![format!("{}-{}", run.index, run.name)],
+        config_from: run.config_from.clone(),
         tasks: vec![task],
     })
 }
@@ -397,6 +437,7 @@ fn start_inner(run: &SampleRun, socket: &Path) -> Result<Running, String> {
             let mut running = Running {
                 sample: run.sample.clone(),
                 full_names: Vec::new(),
+                config_from: run.config_from.clone(),
                 tasks: Vec::new(),
             };
             for idx in indices {
@@ -613,6 +654,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn positions_are_taken_out_of_a_message() {
+        assert_eq!(
+            without_positions("logFile: invalid type: sequence at line 1 column 39, or so"),
+            "logFile: invalid type: sequence, or so"
+        );
+        assert_eq!(without_positions("at line 3"), "at line 3");
+        assert_eq!(
+            without_positions("a at line x column 2 b at line 2 column 3"),
+            "a at line x column 2 b"
+        );
+    }
+
+    #[test]
     fn unsupported_and_unknown_samples_are_explained() {
         let err = check("network-device-injector").unwrap_err();
         assert!(err.contains("network namespaces"), "{err}");
@@ -646,6 +700,7 @@ mod tests {
             name: "template".into(),
             index: "50".into(),
             config: String::new(),
+            config_from: None,
             args: vec!["-bogus".into()],
         };
         let err = parse_args::<nri_plugin_template::cli::Args>("nri-template", &run).unwrap_err();

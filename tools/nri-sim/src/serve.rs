@@ -67,11 +67,33 @@ fn parse_command(line: &str) -> Result<Option<Command>, String> {
         })
     };
     let target = || {
+        let example = match verb {
+            "sleep" => "1s",
+            v if v.contains("pod") => "web",
+            _ => "app",
+        };
+        let what = if verb == "sleep" {
+            "a duration"
+        } else {
+            "a name"
+        };
         positional
             .first()
             .map(|s| s.to_string())
-            .ok_or_else(|| format!("`{verb}` needs a name, e.g. `{verb} app`"))
+            .ok_or_else(|| format!("`{verb}` needs {what}, e.g. `{verb} {example}`"))
     };
+    // A step copied from a scenario file (`- create: app`, `run_pod: web`).
+    if verb == "-" || verb.ends_with(':') {
+        let verb = rest
+            .first()
+            .filter(|_| verb == "-")
+            .copied()
+            .unwrap_or(verb)
+            .trim_end_matches(':');
+        return Err(format!(
+            "serve reads commands, not scenario steps: write `{verb} NAME` (see `help`)"
+        ));
+    }
     let action = match verb {
         "help" | "?" => return Ok(Some(Command::Help)),
         "quit" | "exit_sim" | "q" => return Ok(Some(Command::Quit)),
@@ -251,8 +273,9 @@ pub async fn serve(
         return fail(e.to_string());
     }
     eprintln!(
-        "{} runtime listening on {} — connect your plugin there (e.g. NRI socket path option)",
+        "{} runtime listening on {} — connect a plugin with its socket option, e.g. `-socket-path {}`",
         err_style.green("●"),
+        socket.display(),
         socket.display()
     );
     if args.wait_plugins > 0 {
@@ -407,7 +430,20 @@ mod tests {
             .contains("unknown command"));
         assert!(parse_command("create")
             .unwrap_err()
-            .contains("needs a name"));
+            .contains("needs a name, e.g. `create app`"));
+        assert!(parse_command("run_pod")
+            .unwrap_err()
+            .contains("e.g. `run_pod web`"));
+        assert!(parse_command("sleep")
+            .unwrap_err()
+            .contains("needs a duration, e.g. `sleep 1s`"));
+        for pasted in ["- create: app", "create: app"] {
+            let err = parse_command(pasted).unwrap_err();
+            assert!(
+                err.contains("not scenario steps: write `create NAME`"),
+                "{pasted}: {err}"
+            );
+        }
         assert!(parse_command("update a memory=lots")
             .unwrap_err()
             .contains("bad resources"));

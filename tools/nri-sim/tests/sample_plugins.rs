@@ -91,6 +91,20 @@ fn sample_arguments_and_names_are_checked() {
         "{}",
         run.stderr
     );
+    // A mapping reaches the plugin re-serialized: its error names the key and
+    // the scenario's plugin, not a position in text the user never wrote.
+    let (_d, run) = run_scenario(
+        "plugins:\n  - sample: logger\n    config:\n      events: [RunPodSandbox]\n      logFile: [1]\n",
+        &[],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("logFile: invalid type: sequence, expected a string (its `config:` mapping, plugins[0] of scenario.yaml)"),
+        "{}",
+        run.stderr
+    );
+    assert!(!last.contains(" at line "), "{}", run.stderr);
 
     let (_d, run) = run_scenario("plugins:\n  - sample: template\n    args: [-bogus]\n", &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
