@@ -68,6 +68,7 @@ async fn record(scenario: &str, config: &str) -> (tempfile::TempDir, PathBuf, Ru
                 name: "logger".into(),
                 index: "10".into(),
                 config,
+                config_from: None,
                 args: Vec::new(),
             },
             socket,
