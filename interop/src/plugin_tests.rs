@@ -15,6 +15,10 @@
 //!   [`run_on_go_runtime`], [`OurRuntime::start`], [`os_args`], fixtures
 //!   [`annotated_pod`] and [`created_container`].
 //!
+//! Both use [`annotations`], [`run_pod_and_create`] (a pod and a container in it,
+//! through our adaptation) and [`pre_install`] (a plugin the Go runtime starts
+//! itself, with its drop-in configuration).
+//!
 //! ```no_run
 //! use nri_interop::plugin_tests::{run_with_go_runtime, step};
 //! use serde_json::json;
@@ -29,6 +33,7 @@
 //! assert_eq!(error, "", "{log}");
 //! ```
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -37,7 +42,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
-use nri_api::{Container, ContainerEviction, ContainerState, ContainerUpdate, PodSandbox};
+use nri_api::{
+    Container, ContainerEviction, ContainerState, ContainerUpdate, CreateContainerRequest,
+    CreateContainerResponse, PodSandbox, RunPodSandboxRequest,
+};
 use serde_json::Value;
 
 use crate::{wait_for_path, write_json, RefRuntime, RuntimeOutput};
@@ -216,6 +224,23 @@ fn go_run(
     (out, log)
 }
 
+/// Installs `bin` as the pre-installed plugin `full_name` (`NN-name`) of a Go
+/// runtime run in `dir`: a link `dir/plugins/<full_name>`, and `conf` as its
+/// configuration `dir/conf.d/<full_name>.conf`. Returns the runtime's arguments
+/// for them: `-plugin-dir <dir/plugins> -plugin-config-dir <dir/conf.d>`.
+pub fn pre_install(dir: &Path, bin: &str, full_name: &str, conf: &str) -> Vec<OsString> {
+    let plugins = dir.join("plugins");
+    let conf_dir = dir.join("conf.d");
+    for d in [&plugins, &conf_dir] {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("create {}: {e}", d.display()));
+    }
+    std::os::unix::fs::symlink(bin, plugins.join(full_name)).expect("link the plugin");
+    let conf_file = conf_dir.join(format!("{full_name}.conf"));
+    std::fs::write(&conf_file, conf)
+        .unwrap_or_else(|e| panic!("write {}: {e}", conf_file.display()));
+    os_args(&[&"-plugin-dir", &plugins, &"-plugin-config-dir", &conf_dir])
+}
+
 /// The result of the first step `op` of a Go runtime run, with its error text
 /// (empty if none).
 pub fn step<'a>(out: &'a RuntimeOutput, op: &str) -> (&'a Value, &'a str) {
@@ -357,6 +382,25 @@ pub async fn run_with_runtime_named(
     (nri, plugin)
 }
 
+/// Through `nri`: RunPodSandbox of `pod`, then CreateContainer of `ctr` in it.
+/// Returns the reply to CreateContainer.
+pub async fn run_pod_and_create(
+    nri: &Adaptation,
+    pod: &PodSandbox,
+    ctr: &Container,
+) -> CreateContainerResponse {
+    let pod = Some(pod.clone());
+    nri.run_pod_sandbox(RunPodSandboxRequest { pod: pod.clone() })
+        .await
+        .expect("RunPodSandbox");
+    nri.create_container(CreateContainerRequest {
+        pod,
+        container: Some(ctr.clone()),
+    })
+    .await
+    .expect("CreateContainer")
+}
+
 /// Our adaptation with one plugin connected; the plugin is killed when dropped.
 pub struct OurRuntime {
     /// The adaptation, to send requests through.
@@ -397,6 +441,19 @@ impl OurRuntime {
     }
 }
 
+/// `(key, value)` pairs as the annotations of a pod or container.
+///
+/// ```
+/// let a = nri_interop::plugin_tests::annotations(&[("k", "v")]);
+/// assert_eq!(a["k"], "v");
+/// ```
+pub fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// A pod in namespace `default`, with uid `uid-<id>` and these annotations.
 pub fn pod(id: &str, name: &str, annotations: &[(&str, &str)]) -> PodSandbox {
     PodSandbox {
@@ -404,10 +461,7 @@ pub fn pod(id: &str, name: &str, annotations: &[(&str, &str)]) -> PodSandbox {
         name: name.into(),
         uid: format!("uid-{id}"),
         namespace: "default".into(),
-        annotations: annotations
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        annotations: self::annotations(annotations),
         ..Default::default()
     }
 }

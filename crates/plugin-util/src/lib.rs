@@ -27,6 +27,8 @@
 //! * [`deliverable`] and [`report_unapplied`]: at Configure, the events the
 //!   runtime's NRI version delivers, and the adjustments the runtime does not
 //!   apply (Docker's own NRI: only env and `ro` mounts), said once;
+//! * [`ContainerAdjuster`] and [`adjuster_plugin!`]: the whole plugin of a sample
+//!   that only adjusts new containers, from what it adjusts and how;
 //! * [`init_tracing`]: the same from the common flags, and with the `otel`
 //!   feature, `-otlp-endpoint URL` exports the plugin's trace spans to an
 //!   OpenTelemetry collector (OTLP/HTTP) in the runtime's trace.
@@ -50,6 +52,7 @@
 //! assert!(args.verbose);
 //! ```
 
+pub mod adjuster;
 mod args;
 mod common;
 mod go_yaml;
@@ -57,6 +60,7 @@ mod identity;
 mod logging;
 mod runtime;
 
+pub use adjuster::{ContainerAdjuster, Unapplied};
 pub use args::{go_args, ShortFlags};
 pub use common::{
     help_text, parse_args, try_parse_args_from, try_parse_flags, CommonArgs, ConfigFileError,

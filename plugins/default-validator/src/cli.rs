@@ -1,9 +1,8 @@
-//! Command line: the flags of every sample plugin ([`CommonArgs`]: `-name`, `-idx`,
+//! Command line: the flags of every sample plugin ([`CommonArgs`](nri_plugin_util::CommonArgs): `-name`, `-idx`,
 //! `-socket-path` or `-socket`, `-verbose`, `-no-reconnect`), and `-config`, in Go's
 //! single-dash style, parsed with clap by [`nri_plugin_util::parse_args`].
 
-use clap::Parser;
-use nri_plugin_util::{CommonArgs, PluginInfo};
+use nri_plugin_util::{PluginArgs, PluginInfo};
 
 /// Name, default index and annotations of the plugin, for `-help` and the defaults.
 pub const INFO: PluginInfo = PluginInfo {
@@ -23,15 +22,10 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
-/// Flags of the validator plugin.
-#[derive(Debug, Clone, Default, Parser)]
-pub struct Args {
-    /// The flags every sample plugin takes, `-config` among them: the
-    /// configuration file (YAML); a configuration sent by the runtime
-    /// replaces it.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
+/// Flags of the validator plugin: the flags every sample plugin takes, `-config`
+/// among them: the configuration file (YAML); a configuration sent by the runtime
+/// replaces it.
+pub type Args = PluginArgs;
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{spawn_go_runtime, PluginProcess, TIMEOUT};
+use common::{pre_install, spawn_go_runtime, PluginProcess, TIMEOUT};
 use nri_interop::{harness_bin, run_ref_runtime, write_json, RuntimeOutput};
 use serde_json::{json, Value};
 
@@ -116,36 +116,18 @@ fn accepts_hooks_when_not_forbidden_or_disabled() {
 #[test]
 fn pre_installed_validator_takes_the_runtime_configuration() {
     let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    let conf = dir.path().join("conf.d");
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir_all(&conf).unwrap();
-    std::os::unix::fs::symlink(BIN, plugins.join("05-validator")).unwrap();
-    std::fs::write(
-        conf.join("05-validator.conf"),
+    let mut runtime_args = pre_install(
+        dir.path(),
+        BIN,
+        "05-validator",
         "rejectOCIHookAdjustment: true\n",
-    )
-    .unwrap();
+    );
 
     let socket = dir.path().join("nri.sock");
     let scenario = write_json(dir.path(), "scenario.json", &scenario(2)).unwrap();
-    let runtime = std::thread::spawn({
-        let (plugins, conf, socket) = (plugins.clone(), conf.clone(), socket.clone());
-        move || {
-            run_ref_runtime(
-                "nri-ref-runtime",
-                &scenario,
-                [
-                    "-plugin-dir".as_ref(),
-                    plugins.as_os_str(),
-                    "-plugin-config-dir".as_ref(),
-                    conf.as_os_str(),
-                    "-socket".as_ref(),
-                    socket.as_os_str(),
-                ],
-                TIMEOUT,
-            )
-        }
+    runtime_args.extend(["-socket".into(), socket.clone().into_os_string()]);
+    let runtime = std::thread::spawn(move || {
+        run_ref_runtime("nri-ref-runtime", &scenario, runtime_args, TIMEOUT)
     });
     nri_interop::wait_for_path(&socket, TIMEOUT).unwrap();
     let _hooker = spawn_hooker(dir.path(), &socket);

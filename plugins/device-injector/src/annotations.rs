@@ -322,13 +322,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use nri_interop::plugin_tests::annotations;
 
     const NULL_DEV: &str = "- path: /dev/test-null\n  type: c\n  major: 1\n  minor: 3";
     const ZERO_DEV: &str = "- path: /dev/test-zero\n  type: c\n  major: 1\n  minor: 5";

@@ -1,10 +1,8 @@
 //! The NRI plugin: one CreateContainer handler.
 
-use nri_plugin_util::report_unapplied;
+use nri_plugin_util::{adjuster_plugin, ContainerAdjuster, Unapplied};
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{
-    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
-};
+use nri_stub::{Adjustment, CreateContainerResult, HandlerResult};
 
 /// The device-injector plugin.
 ///
@@ -22,40 +20,31 @@ pub(crate) fn container_name(pod: &PodSandbox, ctr: &Container) -> String {
     format!("{}/{}", pod.name, ctr.name)
 }
 
-/// What the plugin adjusts; what a runtime does not apply of it is left out.
-const NEEDS: [Adjustment; 9] = [
-    Adjustment::Devices,
-    Adjustment::CdiDevices,
-    Adjustment::Mounts,
-    Adjustment::MountOptions,
-    Adjustment::IoPriority,
-    Adjustment::Scheduler,
-    Adjustment::NetDevices,
-    Adjustment::Sysctl,
-    Adjustment::MemoryPolicy,
-];
+/// What the plugin adjusts; what a runtime does not apply of it is left out (said
+/// at Configure).
+impl ContainerAdjuster for DeviceInjector {
+    const NAME: &'static str = "device-injector";
+    const NEEDS: &'static [Adjustment] = &[
+        Adjustment::Devices,
+        Adjustment::CdiDevices,
+        Adjustment::Mounts,
+        Adjustment::MountOptions,
+        Adjustment::IoPriority,
+        Adjustment::Scheduler,
+        Adjustment::NetDevices,
+        Adjustment::Sysctl,
+        Adjustment::MemoryPolicy,
+    ];
+    const UNAPPLIED: Unapplied = Unapplied::LeaveOut;
 
-#[nri_stub::plugin]
-impl Plugin for DeviceInjector {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
-        report_unapplied("device-injector", &info.runtime, &NEEDS);
-        Ok(EventMask::default())
-    }
-
-    async fn create_container(
-        &self,
-        ctx: &Context,
-        pod: &PodSandbox,
-        ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
+    fn adjust(&self, pod: &PodSandbox, ctr: &Container) -> HandlerResult<CreateContainerResult> {
         let name = container_name(pod, ctr);
         tracing::debug!("{name}: CreateContainer");
-        let mut adjust =
-            crate::adjust_for(&pod.annotations, &ctr.name, &name).inspect_err(|e| {
-                tracing::error!("{name}: {e}");
-            })?;
-        // What the runtime does not apply (said at Configure) is left out.
-        ctx.runtime().capabilities().retain(&mut adjust);
+        let adjust = crate::adjust_for(&pod.annotations, &ctr.name, &name).inspect_err(|e| {
+            tracing::error!("{name}: {e}");
+        })?;
         Ok(adjust.into())
     }
 }
+
+adjuster_plugin!(DeviceInjector);

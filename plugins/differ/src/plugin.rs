@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use nri_stub::api::{Container, ContainerUpdate, LinuxResources, PodSandbox};
-use nri_stub::{ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
+use nri_stub::{ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin};
 use serde::{Deserialize, Serialize};
 
 use crate::chain::{Chain, Snapshot, Step};
@@ -162,11 +162,7 @@ impl Differ {
 
 #[nri_stub::plugin]
 impl Plugin for Differ {
-    async fn configure(
-        &self,
-        _ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         tracing::info!(
             "[{:02}] got configuration data: {:?}",
             self.idx,
@@ -182,7 +178,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         if self.options().verbose_level > 2 {
             let mut lines = Vec::new();
             self.dump(&mut lines, "Synchronize", "pods", pods);
@@ -198,29 +194,17 @@ impl Plugin for Differ {
         tracing::info!("[{:02}] Shutdown", self.idx);
     }
 
-    async fn run_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         self.observe("RunPodSandbox", pod, None);
         Ok(())
     }
 
-    async fn stop_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         self.observe("StopPodSandbox", pod, None);
         Ok(())
     }
 
-    async fn remove_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn remove_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         self.observe("RemovePodSandbox", pod, None);
         Ok(())
     }
@@ -230,7 +214,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
+    ) -> HandlerResult<CreateContainerResult> {
         self.observe("CreateContainer", pod, Some(ctr));
         Ok(CreateContainerResult::default())
     }
@@ -240,7 +224,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         self.observe("PostCreateContainer", pod, Some(ctr));
         Ok(())
     }
@@ -250,7 +234,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         self.observe("StartContainer", pod, Some(ctr));
         Ok(())
     }
@@ -260,7 +244,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         self.observe("PostStartContainer", pod, Some(ctr));
         Ok(())
     }
@@ -271,7 +255,7 @@ impl Plugin for Differ {
         pod: &PodSandbox,
         ctr: &Container,
         _resources: Option<&LinuxResources>,
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         self.observe("UpdateContainer", pod, Some(ctr));
         Ok(Vec::new())
     }
@@ -281,7 +265,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         self.observe("PostUpdateContainer", pod, Some(ctr));
         Ok(())
     }
@@ -291,7 +275,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         self.observe("StopContainer", pod, Some(ctr));
         Ok(Vec::new())
     }
@@ -301,7 +285,7 @@ impl Plugin for Differ {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         self.observe("RemoveContainer", pod, Some(ctr));
         Ok(())
     }

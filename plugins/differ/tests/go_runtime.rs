@@ -2,8 +2,11 @@
 //! differ process at indices 05 and 15, the plugin at 10 adding an annotation and
 //! an environment variable.
 
+mod common;
+
+use common::spawn_ref_plugin;
+use nri_interop::harness_bin;
 use nri_interop::plugin_tests::{spawn_go_runtime, step, PluginProcess, TIMEOUT};
-use nri_interop::{harness_bin, write_json};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-differ");
@@ -11,13 +14,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_nri-differ");
 #[test]
 fn shows_what_the_plugin_between_its_indices_changed() {
     let dir = tempfile::tempdir().unwrap();
-    let ref_config = write_json(
-        dir.path(),
-        "ref.json",
-        &json!({"adjust": {"annotations": {"differ.example.com/added": "yes"},
-                           "env": [{"key": "ADDED", "value": "1"}]}}),
-    )
-    .unwrap();
     let scenario = json!({
         "runtime": {"name": "containerd", "version": "v2.2.0"},
         "pods": [{"id": "pod0", "name": "web", "uid": "u0", "namespace": "prod"}],
@@ -49,21 +45,7 @@ fn shows_what_the_plugin_between_its_indices_changed() {
         "differ",
     );
     let ref_plugin = harness_bin("nri-ref-plugin");
-    let _ref_plugin = PluginProcess::spawn(
-        ref_plugin.to_str().unwrap(),
-        &[
-            "-config",
-            ref_config.to_str().unwrap(),
-            "-name",
-            "ref",
-            "-idx",
-            "10",
-            "-socket",
-            socket,
-        ],
-        dir.path(),
-        "ref",
-    );
+    let _ref_plugin = spawn_ref_plugin(dir.path(), &ref_plugin, socket);
     let out = runtime.finish(TIMEOUT).unwrap();
     differ.wait_exit(std::time::Duration::from_secs(5));
     let log = std::fs::read_to_string(&log_file).unwrap_or_default();

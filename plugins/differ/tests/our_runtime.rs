@@ -1,23 +1,19 @@
 //! The differ around the Go reference plugin, on our runtime side (`nri-adaptation`).
 
+mod common;
+
+use common::spawn_ref_plugin;
+
 use nri_interop::harness_bin;
-use nri_interop::plugin_tests::{container, pod, start_adaptation, wait_plugins, PluginProcess};
-use nri_interop::write_json;
-use nri_stub::api::{CreateContainerRequest, RunPodSandboxRequest};
-use serde_json::json;
+use nri_interop::plugin_tests::{
+    container, pod, run_pod_and_create, start_adaptation, wait_plugins, PluginProcess,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-differ");
 
 #[tokio::test]
 async fn shows_the_changes_with_our_runtime() {
     let dir = tempfile::tempdir().unwrap();
-    let ref_config = write_json(
-        dir.path(),
-        "ref.json",
-        &json!({"adjust": {"annotations": {"differ.example.com/added": "yes"},
-                           "env": [{"key": "ADDED", "value": "1"}]}}),
-    )
-    .unwrap();
     // Built (blocking) before the adaptation runs on this test's runtime.
     let ref_plugin = harness_bin("nri-ref-plugin");
     let nri = start_adaptation(dir.path()).await;
@@ -38,36 +34,11 @@ async fn shows_the_changes_with_our_runtime() {
         dir.path(),
         "differ",
     );
-    let _ref_plugin = PluginProcess::spawn(
-        ref_plugin.to_str().unwrap(),
-        &[
-            "-config",
-            ref_config.to_str().unwrap(),
-            "-name",
-            "ref",
-            "-idx",
-            "10",
-            "-socket",
-            socket,
-        ],
-        dir.path(),
-        "ref",
-    );
+    let _ref_plugin = spawn_ref_plugin(dir.path(), &ref_plugin, socket);
     wait_plugins(&nri, &["05-differ", "10-ref", "15-differ"], &differ).await;
 
     let pod = pod("pod0", "web", &[]);
-    nri.run_pod_sandbox(RunPodSandboxRequest {
-        pod: Some(pod.clone()),
-    })
-    .await
-    .unwrap();
-    let reply = nri
-        .create_container(CreateContainerRequest {
-            container: Some(container("server", &pod)),
-            pod: Some(pod),
-        })
-        .await
-        .unwrap();
+    let reply = run_pod_and_create(&nri, &pod, &container("server", &pod)).await;
     nri.stop().await;
 
     let adjust = reply.adjust.unwrap();

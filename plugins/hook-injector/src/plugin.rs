@@ -2,11 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use nri_plugin_util::report_unapplied;
+use nri_plugin_util::{adjuster_plugin, ContainerAdjuster};
 use nri_stub::api::{Container, ContainerAdjustment, PodSandbox};
-use nri_stub::{
-    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
-};
+use nri_stub::{Adjustment, CreateContainerResult, HandlerResult};
 
 use crate::manager::HookManager;
 use crate::when::Target;
@@ -40,25 +38,12 @@ impl HookInjector {
 #[error("hook generation failed: {0}")]
 pub struct GenerationError(#[from] crate::manager::HookMatchError);
 
-/// What the plugin adjusts; a runtime that applies none of it gets no adjustment.
-const NEEDS: [Adjustment; 1] = [Adjustment::Hooks];
+/// A runtime that does not apply OCI hooks gets no adjustment.
+impl ContainerAdjuster for HookInjector {
+    const NAME: &'static str = "hook-injector";
+    const NEEDS: &'static [Adjustment] = &[Adjustment::Hooks];
 
-#[nri_stub::plugin]
-impl Plugin for HookInjector {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
-        report_unapplied("hook-injector", &info.runtime, &NEEDS);
-        Ok(EventMask::default())
-    }
-
-    async fn create_container(
-        &self,
-        ctx: &Context,
-        pod: &PodSandbox,
-        ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
-        if !ctx.runtime().capabilities().applies(Adjustment::Hooks) {
-            return Ok(CreateContainerResult::default());
-        }
+    fn adjust(&self, pod: &PodSandbox, ctr: &Container) -> HandlerResult<CreateContainerResult> {
         let name = format!("{}/{}", pod.name, ctr.name);
         let mut annotations: BTreeMap<String, String> = ctr.annotations.clone();
         annotations.extend(pod.annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -82,3 +67,5 @@ impl Plugin for HookInjector {
         Ok(adjust.into())
     }
 }
+
+adjuster_plugin!(HookInjector);

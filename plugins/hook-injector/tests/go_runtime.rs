@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{os_args, run_on_go_runtime};
+use common::{args, run_on_go_runtime};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-hook-injector");
@@ -88,18 +88,17 @@ fn hooks_are_injected_on_the_go_runtime() {
         &scenario(),
         Path::new(BIN),
         |socket| {
-            os_args(&[
-                &"-idx",
-                &"30",
-                &"-socket-path",
-                &socket,
-                &"-no-reconnect",
-                &"-hooks-dir",
-                &share,
-                &"-hooks-dir",
-                &etc,
-                &"-disableWatch",
-            ])
+            args(
+                socket,
+                &[
+                    &"-no-reconnect",
+                    &"-hooks-dir",
+                    &share,
+                    &"-hooks-dir",
+                    &etc,
+                    &"-disableWatch",
+                ],
+            )
         },
         &[],
     );

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::os_args;
+use common::args;
 use common::ours::{container, pod, OurRuntime};
 use nri_stub::api::{CreateContainerRequest, Hook, Hooks};
 
@@ -22,16 +22,10 @@ async fn hooks_on_our_adaptation_follow_the_directory() {
         dir.path(),
         Path::new(BIN),
         |socket| {
-            os_args(&[
-                &"-idx",
-                &"30",
-                &"-socket-path",
-                &socket,
-                &"-hooks-dir",
-                &hooks_dir,
-                &"-watch-interval",
-                &"50ms",
-            ])
+            args(
+                socket,
+                &[&"-hooks-dir", &hooks_dir, &"-watch-interval", &"50ms"],
+            )
         },
         &[],
     )

@@ -7,7 +7,7 @@ use nri_stub::api::{
     ValidateContainerAdjustmentRequest,
 };
 use nri_stub::{
-    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin,
+    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
     RuntimeCapabilities,
 };
 use serde::Serialize;
@@ -120,13 +120,14 @@ pub fn dump(prefix: &str, objects: &[(&str, Result<String, serde_norway::Error>)
     }
 }
 
+/// Logs a container event's pod and container under `prefix`.
+fn dump_container(prefix: &str, pod: &PodSandbox, ctr: &Container) {
+    dump(prefix, &[("pod", yaml(pod)), ("container", yaml(ctr))]);
+}
+
 #[nri_stub::plugin]
 impl Plugin for Logger {
-    async fn configure(
-        &self,
-        _ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         tracing::info!(
             "got configuration data: {:?} from runtime {} {}",
             info.config,
@@ -160,7 +161,7 @@ impl Plugin for Logger {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         dump(
             "Synchronize",
             &[("pods", yaml(pods)), ("containers", yaml(containers))],
@@ -172,11 +173,7 @@ impl Plugin for Logger {
         tracing::info!("Shutdown");
     }
 
-    async fn run_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         dump("RunPodSandbox", &[("pod", yaml(pod))]);
         Ok(())
     }
@@ -187,7 +184,7 @@ impl Plugin for Logger {
         pod: &PodSandbox,
         overhead: Option<&LinuxResources>,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         dump(
             "UpdatePodSandbox",
             &[
@@ -199,29 +196,17 @@ impl Plugin for Logger {
         Ok(())
     }
 
-    async fn post_update_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn post_update_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         dump("PostUpdatePodSandbox", &[("pod", yaml(pod))]);
         Ok(())
     }
 
-    async fn stop_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         dump("StopPodSandbox", &[("pod", yaml(pod))]);
         Ok(())
     }
 
-    async fn remove_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn remove_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         dump("RemovePodSandbox", &[("pod", yaml(pod))]);
         Ok(())
     }
@@ -231,11 +216,8 @@ impl Plugin for Logger {
         ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
-        dump(
-            "CreateContainer",
-            &[("pod", yaml(pod)), ("container", yaml(ctr))],
-        );
+    ) -> HandlerResult<CreateContainerResult> {
+        dump_container("CreateContainer", pod, ctr);
         Ok(self.adjustment_for(&ctx.runtime().capabilities()).into())
     }
 
@@ -244,11 +226,8 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
-        dump(
-            "PostCreateContainer",
-            &[("pod", yaml(pod)), ("container", yaml(ctr))],
-        );
+    ) -> HandlerResult<()> {
+        dump_container("PostCreateContainer", pod, ctr);
         Ok(())
     }
 
@@ -257,11 +236,8 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
-        dump(
-            "StartContainer",
-            &[("pod", yaml(pod)), ("container", yaml(ctr))],
-        );
+    ) -> HandlerResult<()> {
+        dump_container("StartContainer", pod, ctr);
         Ok(())
     }
 
@@ -270,11 +246,8 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
-        dump(
-            "PostStartContainer",
-            &[("pod", yaml(pod)), ("container", yaml(ctr))],
-        );
+    ) -> HandlerResult<()> {
+        dump_container("PostStartContainer", pod, ctr);
         Ok(())
     }
 
@@ -284,7 +257,7 @@ impl Plugin for Logger {
         pod: &PodSandbox,
         ctr: &Container,
         resources: Option<&LinuxResources>,
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         dump(
             "UpdateContainer",
             &[
@@ -301,11 +274,8 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
-        dump(
-            "PostUpdateContainer",
-            &[("pod", yaml(pod)), ("container", yaml(ctr))],
-        );
+    ) -> HandlerResult<()> {
+        dump_container("PostUpdateContainer", pod, ctr);
         Ok(())
     }
 
@@ -314,11 +284,8 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
-        dump(
-            "StopContainer",
-            &[("pod", yaml(pod)), ("container", yaml(ctr))],
-        );
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
+        dump_container("StopContainer", pod, ctr);
         Ok(Vec::new())
     }
 
@@ -327,11 +294,8 @@ impl Plugin for Logger {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
-        dump(
-            "RemoveContainer",
-            &[("pod", yaml(pod)), ("container", yaml(ctr))],
-        );
+    ) -> HandlerResult<()> {
+        dump_container("RemoveContainer", pod, ctr);
         Ok(())
     }
 
@@ -339,7 +303,7 @@ impl Plugin for Logger {
         &self,
         _ctx: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         dump("ValidateContainerAdjustment", &[("request", yaml(req))]);
         Ok(())
     }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{run_with_go_runtime, step, TIMEOUT};
+use common::{args, pre_install, run_with_go_runtime, step, TIMEOUT};
 use nri_interop::{run_ref_runtime, write_json};
 use serde_json::{json, Value};
 
@@ -46,11 +46,7 @@ fn external_logger_logs_its_events_and_injects_from_flags() {
         dir.path(),
         &scenario(true),
         BIN,
-        &[
-            "-name",
-            "logger",
-            "-idx",
-            "10",
+        &args(&[
             "-events",
             "RunPodSandbox,CreateContainer",
             "-log-file",
@@ -59,7 +55,7 @@ fn external_logger_logs_its_events_and_injects_from_flags() {
             "logger.example.com/pid",
             "-set-env",
             "SET_ME",
-        ],
+        ]),
     );
     assert_eq!(out.failed_steps(), [], "{:#}", out.json);
     assert_eq!(out.json["plugins"], json!(["10-logger"]));
@@ -97,34 +93,15 @@ fn external_logger_logs_its_events_and_injects_from_flags() {
 #[test]
 fn pre_installed_logger_takes_its_drop_in_configuration() {
     let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    let conf = dir.path().join("conf.d");
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir_all(&conf).unwrap();
-    std::os::unix::fs::symlink(BIN, plugins.join("10-logger")).unwrap();
     let log_file = dir.path().join("from-config.log");
-    std::fs::write(
-        conf.join("10-logger.conf"),
-        format!(
-            "logFile: {}\nevents: [CreateContainer, StopContainer]\n\
-             setAnnotation: logger.example.com/set\naddEnv: LOGGER\n",
-            log_file.display()
-        ),
-    )
-    .unwrap();
+    let conf = format!(
+        "logFile: {}\nevents: [CreateContainer, StopContainer]\n\
+         setAnnotation: logger.example.com/set\naddEnv: LOGGER\n",
+        log_file.display()
+    );
+    let runtime_args = pre_install(dir.path(), BIN, "10-logger", &conf);
     let scenario = write_json(dir.path(), "scenario.json", &scenario(false)).unwrap();
-    let out = run_ref_runtime(
-        "nri-ref-runtime",
-        &scenario,
-        [
-            "-plugin-dir".as_ref(),
-            plugins.as_os_str(),
-            "-plugin-config-dir".as_ref(),
-            conf.as_os_str(),
-        ],
-        TIMEOUT,
-    )
-    .unwrap();
+    let out = run_ref_runtime("nri-ref-runtime", &scenario, runtime_args, TIMEOUT).unwrap();
     assert!(out.status.success(), "{}", out.stderr);
     assert_eq!(out.failed_steps(), [], "{:#}", out.json);
     assert_eq!(out.json["plugins"], json!(["10-logger"]));

@@ -2,48 +2,44 @@
 
 mod common;
 
-use common::ours::{container, pod, run_with_our_runtime};
-use nri_stub::api::{CreateContainerRequest, RunPodSandboxRequest};
+use common::args;
+use common::ours::{container, pod, run_pod_and_create};
+use nri_adaptation::Adaptation;
+use nri_interop::plugin_tests::{run_with_runtime_named, PluginProcess};
+use nri_stub::api::CreateContainerRequest;
+use std::path::Path;
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-logger");
+
+/// Our runtime, calling itself `runtime_name`, with the logger registered as
+/// `10-logger`, subscribed to CreateContainer, setting the variable `LOGGER`, and
+/// taking the flags `more`.
+async fn start_logger(
+    dir: &Path,
+    runtime_name: &str,
+    more: &[&str],
+) -> (Adaptation, PluginProcess) {
+    let flags = [&["-events", "CreateContainer", "-add-env", "LOGGER"], more].concat();
+    run_with_runtime_named(dir, runtime_name, BIN, &args(&flags), "10-logger").await
+}
 
 #[tokio::test]
 async fn injects_and_logs_with_our_runtime() {
     let dir = tempfile::tempdir().unwrap();
     let log_file = dir.path().join("logger.log");
-    let (nri, _plugin) = run_with_our_runtime(
+    let (nri, _plugin) = start_logger(
         dir.path(),
-        BIN,
+        "nri-rs-test",
         &[
-            "-name",
-            "logger",
-            "-idx",
-            "10",
-            "-events",
-            "CreateContainer",
             "-log-file",
             log_file.to_str().unwrap(),
             "-set-annotation",
             "logger.example.com/pid",
-            "-add-env",
-            "LOGGER",
         ],
-        "10-logger",
     )
     .await;
     let pod = pod("pod0", "web", &[]);
-    nri.run_pod_sandbox(RunPodSandboxRequest {
-        pod: Some(pod.clone()),
-    })
-    .await
-    .unwrap();
-    let reply = nri
-        .create_container(CreateContainerRequest {
-            container: Some(container("server", &pod)),
-            pod: Some(pod),
-        })
-        .await
-        .unwrap();
+    let reply = run_pod_and_create(&nri, &pod, &container("server", &pod)).await;
     nri.stop().await;
 
     let adjust = reply.adjust.unwrap();
@@ -70,23 +66,10 @@ async fn injects_and_logs_with_our_runtime() {
 #[tokio::test]
 async fn under_docker_sets_the_env_and_leaves_the_annotation_out() {
     let dir = tempfile::tempdir().unwrap();
-    let (nri, plugin) = nri_interop::plugin_tests::run_with_runtime_named(
+    let (nri, plugin) = start_logger(
         dir.path(),
         "docker",
-        BIN,
-        &[
-            "-name",
-            "logger",
-            "-idx",
-            "10",
-            "-events",
-            "CreateContainer",
-            "-add-annotation",
-            "logger.example.com/pid",
-            "-add-env",
-            "LOGGER",
-        ],
-        "10-logger",
+        &["-add-annotation", "logger.example.com/pid"],
     )
     .await;
     let pod = pod("pod0", "web", &[]);

@@ -202,13 +202,7 @@ impl RawDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ann(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use nri_interop::plugin_tests::annotations as ann;
 
     fn dev(name: &str, new_name: &str, address: Option<(&str, u8)>, mtu: u32) -> NetDevice {
         NetDevice {

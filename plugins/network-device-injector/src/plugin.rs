@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use nri_stub::api::{Event, PodSandbox};
-use nri_stub::{ConfigureInfo, Context, EventMask, Plugin};
+use nri_stub::{ConfigureInfo, Context, EventMask, HandlerResult, Plugin};
 
 use crate::netdevice::{parse_netdevices, NetDevice};
 use crate::netlink::{self, NetlinkError};
@@ -51,11 +51,7 @@ async fn for_each_device(
 
 #[nri_stub::plugin]
 impl Plugin for NetDeviceInjector {
-    async fn configure(
-        &self,
-        _ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         if !info.runtime.capabilities().delivers(Event::RunPodSandbox) {
             tracing::warn!(
                 "network-device-injector: runtime {} {} sends no pod events: this plugin moves no device on it",
@@ -66,11 +62,7 @@ impl Plugin for NetDeviceInjector {
         Ok(EventMask::default())
     }
 
-    async fn run_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::debug!(namespace = %pod.namespace, name = %pod.name, "started pod");
         let devices = parse_netdevices(&pod.annotations).inspect_err(|err| {
             tracing::warn!(pod = %pod.name, "refusing pod: {err}");
@@ -89,11 +81,7 @@ impl Plugin for NetDeviceInjector {
         Ok(())
     }
 
-    async fn stop_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::debug!(namespace = %pod.namespace, name = %pod.name, "stopped pod");
         let devices = parse_netdevices(&pod.annotations)?;
         if devices.is_empty() {

@@ -1,9 +1,8 @@
-//! Command line: the flags of every sample plugin ([`CommonArgs`]: `-name`, `-idx`,
+//! Command line: the flags of every sample plugin ([`CommonArgs`](nri_plugin_util::CommonArgs): `-name`, `-idx`,
 //! `-socket-path` or `-socket`, `-verbose`, `-no-reconnect`), in Go's single-dash
 //! style, parsed with clap by [`nri_plugin_util::parse_args`].
 
-use clap::Parser;
-use nri_plugin_util::{CommonArgs, PluginInfo};
+use nri_plugin_util::{PluginArgs, PluginInfo};
 
 /// Name, default index and annotations of the plugin, for `-help` and the defaults.
 pub const INFO: PluginInfo = PluginInfo {
@@ -14,13 +13,9 @@ pub const INFO: PluginInfo = PluginInfo {
     annotations: &[],
 };
 
-/// Flags of the network-logger plugin (those of the Go sample, plus `-verbose` and `-no-reconnect`).
-#[derive(Debug, Clone, Default, Parser)]
-pub struct Args {
-    /// The flags every sample plugin takes.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
+/// Flags of the network-logger plugin (those of the Go sample, plus `-verbose` and
+/// `-no-reconnect`): the flags every sample plugin takes, no others.
+pub type Args = PluginArgs;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 
 use nri_stub::api::Event;
 use nri_stub::api::{Container, ContainerUpdate, PodSandbox};
-use nri_stub::{Context, EventMask, Plugin};
+use nri_stub::{Context, EventMask, HandlerResult, Plugin};
 
 /// What [`network_namespace`] reports for a pod without a network namespace
 /// of its own (one that shares the host's network).
@@ -49,7 +49,7 @@ impl Plugin for NetworkLogger {
         &self,
         ctx: &Context,
         info: &nri_stub::ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    ) -> HandlerResult<EventMask> {
         tracing::info!(
             "connected to {}/{} as {}",
             info.runtime.name,
@@ -64,7 +64,7 @@ impl Plugin for NetworkLogger {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         tracing::info!(
             "synchronized state with the runtime ({} pods, {} containers)",
             pods.len(),
@@ -80,29 +80,17 @@ impl Plugin for NetworkLogger {
         tracing::info!("runtime shutting down");
     }
 
-    async fn run_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::info!("started pod {}", describe(pod));
         Ok(())
     }
 
-    async fn stop_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::info!("stopped pod {}", describe(pod));
         Ok(())
     }
 
-    async fn remove_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn remove_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::info!("removed pod {}", describe(pod));
         Ok(())
     }

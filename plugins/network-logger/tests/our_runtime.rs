@@ -2,10 +2,10 @@
 
 mod common;
 
-use common::ours::{container, pod, run_with_our_runtime};
+use common::assert_pod_events_logged;
+use common::ours::{container, pod, run_pod_and_create, run_with_our_runtime};
 use nri_stub::api::{
-    CreateContainerRequest, LinuxNamespace, LinuxPodSandbox, RemovePodSandboxRequest,
-    RunPodSandboxRequest, StopPodSandboxRequest,
+    LinuxNamespace, LinuxPodSandbox, RemovePodSandboxRequest, StopPodSandboxRequest,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-network-logger");
@@ -30,18 +30,7 @@ async fn logs_namespace_and_ips_of_pods_and_changes_nothing() {
         ..Default::default()
     });
     let ctr = container("server", &pod);
-    nri.run_pod_sandbox(RunPodSandboxRequest {
-        pod: Some(pod.clone()),
-    })
-    .await
-    .unwrap();
-    let reply = nri
-        .create_container(CreateContainerRequest {
-            pod: Some(pod.clone()),
-            container: Some(ctr),
-        })
-        .await
-        .unwrap();
+    let reply = run_pod_and_create(&nri, &pod, &ctr).await;
     let adjust = reply.adjust.unwrap_or_default();
     assert!(
         adjust.annotations.is_empty() && adjust.env.is_empty(),
@@ -59,15 +48,5 @@ async fn logs_namespace_and_ips_of_pods_and_changes_nothing() {
 
     let log = plugin.log();
     let web = "default/web: namespace=/var/run/netns/test-1 ips=[192.168.7.3]";
-    for line in [
-        format!("started pod {web}"),
-        format!("stopped pod {web}"),
-        format!("removed pod {web}"),
-    ] {
-        assert!(log.contains(&line), "missing {line:?} in log:\n{log}");
-    }
-    assert!(
-        log.contains("events=RunPodSandbox,StopPodSandbox,RemovePodSandbox"),
-        "{log}"
-    );
+    assert_pod_events_logged(&log, web);
 }

@@ -90,13 +90,7 @@ pub fn adjust_rdt(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use nri_interop::plugin_tests::annotations;
 
     #[test]
     fn only_the_named_container_is_adjusted() {

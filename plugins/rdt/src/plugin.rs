@@ -1,10 +1,8 @@
 //! The NRI plugin: one CreateContainer handler.
 
-use nri_plugin_util::report_unapplied;
+use nri_plugin_util::{adjuster_plugin, ContainerAdjuster};
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{
-    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
-};
+use nri_stub::{Adjustment, CreateContainerResult, HandlerResult};
 
 /// The rdt plugin.
 ///
@@ -17,30 +15,19 @@ use nri_stub::{
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Rdt;
 
-/// What the plugin adjusts; a runtime that applies none of it gets no adjustment.
-const NEEDS: [Adjustment; 1] = [Adjustment::Rdt];
+/// A runtime that does not apply RDT gets no adjustment.
+impl ContainerAdjuster for Rdt {
+    const NAME: &'static str = "rdt";
+    const NEEDS: &'static [Adjustment] = &[Adjustment::Rdt];
 
-#[nri_stub::plugin]
-impl Plugin for Rdt {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
-        report_unapplied("rdt", &info.runtime, &NEEDS);
-        Ok(EventMask::default())
-    }
-
-    async fn create_container(
-        &self,
-        ctx: &Context,
-        pod: &PodSandbox,
-        ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
+    fn adjust(&self, pod: &PodSandbox, ctr: &Container) -> HandlerResult<CreateContainerResult> {
         let span = tracing::info_span!("create", namespace = %pod.namespace, pod = %pod.name, container = %ctr.name);
         let _guard = span.enter();
-        if !ctx.runtime().capabilities().applies(Adjustment::Rdt) {
-            return Ok(CreateContainerResult::default());
-        }
         tracing::debug!("create container");
         let adjust = crate::adjust_rdt(&pod.annotations, &ctr.name)
             .inspect_err(|e| tracing::error!("{e}"))?;
         Ok(adjust.into())
     }
 }
+
+adjuster_plugin!(Rdt);

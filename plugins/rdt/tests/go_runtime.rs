@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{os_args, run_on_go_runtime};
+use common::{args, run_on_go_runtime};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-rdt");
@@ -42,16 +42,7 @@ fn rdt_annotations_on_the_go_runtime() {
         dir.path(),
         &scenario(),
         Path::new(BIN),
-        |socket| {
-            os_args(&[
-                &"-idx",
-                &"20",
-                &"-socket-path",
-                &socket,
-                &"-verbose",
-                &"-no-reconnect",
-            ])
-        },
+        |socket| args(socket, &[&"-verbose", &"-no-reconnect"]),
         &[],
     );
     assert_eq!(out.json["plugins"], json!(["20-rdt"]), "{stderr}");

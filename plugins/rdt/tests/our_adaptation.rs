@@ -4,7 +4,7 @@ mod common;
 
 use std::path::Path;
 
-use common::os_args;
+use common::args;
 use common::ours::{container, pod, OurRuntime};
 use nri_stub::api::CreateContainerRequest;
 
@@ -13,13 +13,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_nri-rdt");
 #[tokio::test(flavor = "current_thread")]
 async fn rdt_annotations_on_our_adaptation() {
     let dir = tempfile::tempdir().unwrap();
-    let rt = OurRuntime::start(
-        dir.path(),
-        Path::new(BIN),
-        |socket| os_args(&[&"-idx", &"20", &"-socket-path", &socket]),
-        &[],
-    )
-    .await;
+    let rt = OurRuntime::start(dir.path(), Path::new(BIN), |socket| args(socket, &[]), &[]).await;
     assert_eq!(rt.plugin_names(), ["20-rdt"]);
     let pod = pod(
         "pod0",

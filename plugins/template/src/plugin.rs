@@ -4,7 +4,7 @@ use nri_stub::api::{
     Container, ContainerAdjustment, ContainerUpdate, LinuxResources, PodSandbox,
     ValidateContainerAdjustmentRequest,
 };
-use nri_stub::{ConfigureInfo, Context, CreateContainerResult, EventMask, Plugin};
+use nri_stub::{ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin};
 use serde::Deserialize;
 
 use nri_plugin_util::deliverable;
@@ -51,11 +51,7 @@ fn ctr_name(pod: &PodSandbox, ctr: &Container) -> String {
 
 #[nri_stub::plugin]
 impl Plugin for Template {
-    async fn configure(
-        &self,
-        ctx: &Context,
-        info: &ConfigureInfo,
-    ) -> nri_stub::HandlerResult<EventMask> {
+    async fn configure(&self, ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
         tracing::info!(
             "connected to {}/{} as {}",
             info.runtime.name,
@@ -78,7 +74,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pods: &[PodSandbox],
         containers: &[Container],
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         tracing::info!(
             "synchronized state with the runtime ({} pods, {} containers)",
             pods.len(),
@@ -91,11 +87,7 @@ impl Plugin for Template {
         tracing::info!("runtime shutting down");
     }
 
-    async fn run_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn run_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::info!("started pod {}", pod_name(pod));
         Ok(())
     }
@@ -106,34 +98,22 @@ impl Plugin for Template {
         pod: &PodSandbox,
         _overhead: Option<&LinuxResources>,
         _resources: Option<&LinuxResources>,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         tracing::info!("updating pod {}", pod_name(pod));
         Ok(())
     }
 
-    async fn post_update_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn post_update_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::info!("updated pod {}", pod_name(pod));
         Ok(())
     }
 
-    async fn stop_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn stop_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::info!("stopped pod {}", pod_name(pod));
         Ok(())
     }
 
-    async fn remove_pod_sandbox(
-        &self,
-        _ctx: &Context,
-        pod: &PodSandbox,
-    ) -> nri_stub::HandlerResult<()> {
+    async fn remove_pod_sandbox(&self, _ctx: &Context, pod: &PodSandbox) -> HandlerResult<()> {
         tracing::info!("removed pod {}", pod_name(pod));
         Ok(())
     }
@@ -143,7 +123,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
+    ) -> HandlerResult<CreateContainerResult> {
         tracing::info!("creating container {}", ctr_name(pod, ctr));
         // The widest set of changes is possible here, before the container exists:
         // see the `add_*`/`remove_*`/`set_*` methods of ContainerAdjustment. Updates
@@ -156,7 +136,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         tracing::info!("created container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -166,7 +146,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         tracing::info!("starting container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -176,7 +156,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         tracing::info!("started container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -187,7 +167,7 @@ impl Plugin for Template {
         pod: &PodSandbox,
         ctr: &Container,
         _resources: Option<&LinuxResources>,
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         tracing::info!("updating container {}", ctr_name(pod, ctr));
         // An update of this container in the result replaces the requested one;
         // updates of other containers are allowed too.
@@ -199,7 +179,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         tracing::info!("updated container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -209,7 +189,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
+    ) -> HandlerResult<Vec<ContainerUpdate>> {
         tracing::info!("stopped container {}", ctr_name(pod, ctr));
         // The remaining containers may be updated here.
         Ok(Vec::new())
@@ -220,7 +200,7 @@ impl Plugin for Template {
         _ctx: &Context,
         pod: &PodSandbox,
         ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         tracing::info!("removed container {}", ctr_name(pod, ctr));
         Ok(())
     }
@@ -229,7 +209,7 @@ impl Plugin for Template {
         &self,
         _ctx: &Context,
         req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::HandlerResult<()> {
+    ) -> HandlerResult<()> {
         let pod = req.pod.as_ref();
         tracing::info!(
             "validating adjustment of container {}/{}/{}",

@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::ours::{container, pod, run_with_our_runtime};
-use nri_stub::api::{CreateContainerRequest, RunPodSandboxRequest, StopContainerRequest};
+use common::ours::{container, pod, run_pod_and_create, run_with_our_runtime};
+use nri_stub::api::StopContainerRequest;
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-template");
 
@@ -19,18 +19,7 @@ async fn logs_events_from_our_runtime_and_changes_nothing() {
     .await;
     let pod = pod("pod0", "web", &[]);
     let ctr = container("server", &pod);
-    nri.run_pod_sandbox(RunPodSandboxRequest {
-        pod: Some(pod.clone()),
-    })
-    .await
-    .unwrap();
-    let reply = nri
-        .create_container(CreateContainerRequest {
-            pod: Some(pod.clone()),
-            container: Some(ctr.clone()),
-        })
-        .await
-        .unwrap();
+    let reply = run_pod_and_create(&nri, &pod, &ctr).await;
     // Our adaptation replies with the merged adjustment unstripped: nothing in it.
     let adjust = reply.adjust.unwrap_or_default();
     assert!(

@@ -1,10 +1,8 @@
 //! The plugin: CreateContainer sets the annotated rlimits.
 
-use nri_plugin_util::report_unapplied;
+use nri_plugin_util::{adjuster_plugin, ContainerAdjuster};
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{
-    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
-};
+use nri_stub::{Adjustment, CreateContainerResult, HandlerResult};
 
 use crate::ulimits::{adjust_ulimits, parse_ulimits};
 
@@ -12,27 +10,14 @@ use crate::ulimits::{adjust_ulimits, parse_ulimits};
 #[derive(Debug, Default)]
 pub struct UlimitAdjuster;
 
-/// What the plugin adjusts; a runtime that applies none of it gets no adjustment.
-const NEEDS: [Adjustment; 1] = [Adjustment::Rlimits];
+/// A runtime that does not apply rlimits gets no adjustment.
+impl ContainerAdjuster for UlimitAdjuster {
+    const NAME: &'static str = "ulimit-adjuster";
+    const NEEDS: &'static [Adjustment] = &[Adjustment::Rlimits];
 
-#[nri_stub::plugin]
-impl Plugin for UlimitAdjuster {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
-        report_unapplied("ulimit-adjuster", &info.runtime, &NEEDS);
-        Ok(EventMask::default())
-    }
-
-    async fn create_container(
-        &self,
-        ctx: &Context,
-        pod: &PodSandbox,
-        ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
+    fn adjust(&self, pod: &PodSandbox, ctr: &Container) -> HandlerResult<CreateContainerResult> {
         let span = tracing::debug_span!("create container", pod = %pod.name, container = %ctr.name);
         let _enter = span.enter();
-        if !ctx.runtime().capabilities().applies(Adjustment::Rlimits) {
-            return Ok(CreateContainerResult::default());
-        }
         let ulimits = parse_ulimits(&ctr.name, &pod.annotations).inspect_err(|err| {
             tracing::warn!("refusing container: {err}");
         })?;
@@ -45,3 +30,5 @@ impl Plugin for UlimitAdjuster {
         Ok(adjust.into())
     }
 }
+
+adjuster_plugin!(UlimitAdjuster);

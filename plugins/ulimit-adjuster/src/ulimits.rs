@@ -207,13 +207,7 @@ pub fn adjust_ulimits(ulimits: &[Ulimit]) -> Result<ContainerAdjustment, UlimitE
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ann(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use nri_interop::plugin_tests::annotations as ann;
 
     fn ul(t: &str, hard: u64, soft: u64) -> Ulimit {
         Ulimit {

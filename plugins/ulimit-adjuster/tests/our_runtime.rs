@@ -7,29 +7,32 @@ use nri_stub::api::CreateContainerRequest;
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-ulimit-adjuster");
 
+/// The plugin's arguments in both tests.
+const ARGS: &[&str] = &["-name", "ulimit-adjuster", "-idx", "10"];
+
+/// The annotation of container `web`: a valid rlimit.
+const WEB: (&str, &str) = (
+    "ulimits.noderesource.dev/container.web",
+    "- {type: nofile, soft: 1024, hard: 4096}",
+);
+
+/// The annotation of container `bad`: an unknown rlimit type.
+const BAD: (&str, &str) = ("ulimits.noderesource.dev/container.bad", "- {type: nosuch}");
+
 #[tokio::test]
 async fn sets_rlimits_and_refuses_bad_annotations_with_our_runtime() {
     let dir = tempfile::tempdir().unwrap();
-    let (nri, _plugin) = run_with_our_runtime(
-        dir.path(),
-        BIN,
-        &["-name", "ulimit-adjuster", "-idx", "10"],
-        "10-ulimit-adjuster",
-    )
-    .await;
+    let (nri, _plugin) = run_with_our_runtime(dir.path(), BIN, ARGS, "10-ulimit-adjuster").await;
     let pod = pod(
         "pod0",
         "sleep",
         &[
-            (
-                "ulimits.noderesource.dev/container.web",
-                "- {type: nofile, soft: 1024, hard: 4096}",
-            ),
+            WEB,
             (
                 "ulimits.nri.containerd.io/container.old",
                 "- {type: RLIMIT_CORE, hard: 7}",
             ),
-            ("ulimits.noderesource.dev/container.bad", "- {type: nosuch}"),
+            BAD,
         ],
     );
     let create = |name: &str| CreateContainerRequest {
@@ -71,21 +74,11 @@ async fn under_docker_says_so_once_and_adjusts_nothing() {
         dir.path(),
         "docker",
         BIN,
-        &["-name", "ulimit-adjuster", "-idx", "10"],
+        ARGS,
         "10-ulimit-adjuster",
     )
     .await;
-    let pod = pod(
-        "pod0",
-        "sleep",
-        &[
-            (
-                "ulimits.noderesource.dev/container.web",
-                "- {type: nofile, soft: 1024, hard: 4096}",
-            ),
-            ("ulimits.noderesource.dev/container.bad", "- {type: nosuch}"),
-        ],
-    );
+    let pod = pod("pod0", "sleep", &[WEB, BAD]);
     for name in ["web", "bad", "web"] {
         let reply = nri
             .create_container(CreateContainerRequest {

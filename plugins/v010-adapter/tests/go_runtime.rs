@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{os_args, run_on_go_runtime};
+use common::{args, run_on_go_runtime};
 use serde_json::{json, Value};
 
 const ADAPTER: &str = env!("CARGO_BIN_EXE_nri-v010-adapter");
@@ -69,19 +69,18 @@ fn v01_plugins_run_on_pod_and_container_events() {
         &scenario(),
         Path::new(ADAPTER),
         |socket| {
-            os_args(&[
-                &"-idx",
-                &"00",
-                &"-socket",
-                &socket,
-                &"-no-reconnect",
-                &"-conf",
-                &conf,
-                &"-bin-dir",
-                &bin,
-                &"-invoke-timeout",
-                &"20s",
-            ])
+            args(
+                socket,
+                &[
+                    &"-no-reconnect",
+                    &"-conf",
+                    &conf,
+                    &"-bin-dir",
+                    &bin,
+                    &"-invoke-timeout",
+                    &"20s",
+                ],
+            )
         },
         &[("NRI_V010_TEST_LOG", &log)],
     );

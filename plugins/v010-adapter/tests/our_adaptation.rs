@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::os_args;
+use common::args;
 use common::ours::{container, pod, OurRuntime};
 use nri_stub::api::{opt, LinuxContainer, LinuxCpu, LinuxResources, StartContainerRequest};
 use serde_json::{json, Value};
@@ -30,18 +30,7 @@ async fn clearcfs_runs_on_container_start() {
     let rt = OurRuntime::start(
         dir.path(),
         Path::new(ADAPTER),
-        |socket| {
-            os_args(&[
-                &"-idx",
-                &"00",
-                &"-socket",
-                &socket,
-                &"-conf",
-                &conf,
-                &"-bin-dir",
-                &bin,
-            ])
-        },
+        |socket| args(socket, &[&"-conf", &conf, &"-bin-dir", &bin]),
         &[("NRI_V010_TEST_LOG", &log)],
     )
     .await;

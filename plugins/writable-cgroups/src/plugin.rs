@@ -1,10 +1,8 @@
 //! The plugin: CreateContainer makes the cgroup mount read-write when asked to.
 
-use nri_plugin_util::report_unapplied;
+use nri_plugin_util::{adjuster_plugin, ContainerAdjuster};
 use nri_stub::api::{Container, PodSandbox};
-use nri_stub::{
-    Adjustment, ConfigureInfo, Context, CreateContainerResult, EventMask, HandlerResult, Plugin,
-};
+use nri_stub::{Adjustment, CreateContainerResult, HandlerResult};
 
 use crate::cgroups::{
     adjustment, find_cgroups_mount, read_write_mount, writable_cgroups_requested, CGROUPS_MOUNT,
@@ -22,30 +20,17 @@ pub struct WritableCgroups {
 #[error("no {CGROUPS_MOUNT} mount found to modify, this is unexpected")]
 pub struct NoCgroupsMount;
 
-/// What the plugin adjusts; a runtime that applies none of it gets no adjustment.
-const NEEDS: [Adjustment; 2] = [Adjustment::MountOptions, Adjustment::Removals];
+/// A runtime that does not apply both mount options and removals gets no adjustment.
+impl ContainerAdjuster for WritableCgroups {
+    const NAME: &'static str = "writable-cgroups";
+    const NEEDS: &'static [Adjustment] = &[Adjustment::MountOptions, Adjustment::Removals];
 
-#[nri_stub::plugin]
-impl Plugin for WritableCgroups {
-    async fn configure(&self, _ctx: &Context, info: &ConfigureInfo) -> HandlerResult<EventMask> {
-        report_unapplied("writable-cgroups", &info.runtime, &NEEDS);
-        Ok(EventMask::default())
-    }
-
-    async fn create_container(
-        &self,
-        ctx: &Context,
-        pod: &PodSandbox,
-        ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
+    fn adjust(&self, pod: &PodSandbox, ctr: &Container) -> HandlerResult<CreateContainerResult> {
         let span = tracing::debug_span!(
             "create container",
             pod = %pod.name, namespace = %pod.namespace, container = %ctr.name
         );
         let _enter = span.enter();
-        if !ctx.runtime().capabilities().unapplied(&NEEDS).is_empty() {
-            return Ok(CreateContainerResult::default());
-        }
         if !writable_cgroups_requested(pod, ctr) {
             tracing::debug!("writable cgroups not requested");
             return Ok(CreateContainerResult::default());
@@ -69,3 +54,5 @@ impl Plugin for WritableCgroups {
         Ok(adjustment(new).into())
     }
 }
+
+adjuster_plugin!(WritableCgroups);

@@ -4,7 +4,7 @@ mod common;
 
 use std::path::Path;
 
-use common::run_with_go_runtime;
+use common::{args, run_with_go_runtime};
 use nri_interop::RuntimeOutput;
 use serde_json::{json, Value};
 
@@ -56,19 +56,7 @@ fn run(dir: &Path, mountinfo: &str) -> (RuntimeOutput, String) {
     let file = dir.join("mountinfo");
     std::fs::write(&file, mountinfo).unwrap();
     let file = file.to_str().unwrap().to_owned();
-    run_with_go_runtime(
-        dir,
-        &scenario(),
-        BIN,
-        &[
-            "-name",
-            "writable-cgroups",
-            "-idx",
-            "10",
-            "-host-mount-file",
-            &file,
-        ],
-    )
+    run_with_go_runtime(dir, &scenario(), BIN, &args(&["-host-mount-file", &file]))
 }
 
 fn create<'a>(out: &'a RuntimeOutput, name: &str) -> &'a Value {

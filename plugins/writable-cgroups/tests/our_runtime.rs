@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::args;
 use common::ours::{container, pod, run_with_our_runtime};
 use nri_stub::api::{CreateContainerRequest, Mount};
 
@@ -29,14 +30,7 @@ async fn makes_the_cgroup_mount_writable_with_our_runtime() {
     let (nri, _plugin) = run_with_our_runtime(
         dir.path(),
         BIN,
-        &[
-            "-name",
-            "writable-cgroups",
-            "-idx",
-            "10",
-            "-host-mount-file",
-            mountinfo.to_str().unwrap(),
-        ],
+        &args(&["-host-mount-file", mountinfo.to_str().unwrap()]),
         "10-writable-cgroups",
     )
     .await;

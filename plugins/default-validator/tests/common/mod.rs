@@ -4,7 +4,7 @@
 #![allow(unused_imports)] // each test file uses a different subset
 
 pub use nri_interop::plugin_tests::{
-    run_with_go_runtime, spawn_go_runtime, step, PluginProcess, TIMEOUT,
+    pre_install, run_with_go_runtime, spawn_go_runtime, step, PluginProcess, TIMEOUT,
 };
 
 /// Our runtime side, listening on a socket in a temporary directory.

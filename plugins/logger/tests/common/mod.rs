@@ -4,12 +4,17 @@
 #![allow(unused_imports)] // each test file uses a different subset
 
 pub use nri_interop::plugin_tests::{
-    run_with_go_runtime, spawn_go_runtime, step, PluginProcess, TIMEOUT,
+    pre_install, run_with_go_runtime, spawn_go_runtime, step, PluginProcess, TIMEOUT,
 };
 
 /// Our runtime side, listening on a socket in a temporary directory.
 pub mod ours {
     pub use nri_interop::plugin_tests::{
-        container, pod, run_with_our_runtime, start_adaptation, wait_plugins,
+        container, pod, run_pod_and_create, run_with_our_runtime, start_adaptation, wait_plugins,
     };
+}
+
+/// The plugin's arguments: `-name logger -idx 10`, then `more`.
+pub fn args<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    [&["-name", "logger", "-idx", "10"], more].concat()
 }

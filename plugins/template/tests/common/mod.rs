@@ -10,6 +10,6 @@ pub use nri_interop::plugin_tests::{
 /// Our runtime side, listening on a socket in a temporary directory.
 pub mod ours {
     pub use nri_interop::plugin_tests::{
-        container, pod, run_with_our_runtime, start_adaptation, wait_plugins,
+        container, pod, run_pod_and_create, run_with_our_runtime, start_adaptation, wait_plugins,
     };
 }

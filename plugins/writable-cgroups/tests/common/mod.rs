@@ -13,3 +13,8 @@ pub mod ours {
         container, pod, run_with_our_runtime, start_adaptation, wait_plugins,
     };
 }
+
+/// The plugin's arguments: `-name writable-cgroups -idx 10`, then `more`.
+pub fn args<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    [&["-name", "writable-cgroups", "-idx", "10"], more].concat()
+}
