@@ -18,6 +18,7 @@ use nri_mux::HEADER_LEN as MUX_HEADER_LEN;
 use nri_ttrpc::frame::HEADER_LEN as TTRPC_HEADER_LEN;
 use nri_ttrpc::proto;
 use prost::Message;
+use serde::{Deserialize, Serialize};
 
 /// The CreateContainer request of call `i`; the Go bench runtime sends the
 /// same one.
@@ -127,6 +128,119 @@ pub fn create_trunk_bytes(
         MUX_HEADER_LEN + TTRPC_HEADER_LEN + req.encoded_len(),
         MUX_HEADER_LEN + TTRPC_HEADER_LEN + resp.encoded_len(),
     )
+}
+
+/// Median and 99th percentile of one measurement, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub median_us: f64,
+    pub p99_us: f64,
+}
+
+/// Lifecycle latencies of one window of the load mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub start_s: u64,
+    pub count: usize,
+    pub median_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+/// The JSON report of one run of either bench runtime (`nri-rs-adaptation-bench`
+/// writes it, the Go `nri-adaptation-bench` the same fields; the bench reads
+/// both). A field a mode does not measure stays empty. Times are in µs,
+/// memory in KiB; `*_samples_us` hold every sample of the summary of the
+/// same name, in the order measured, so that runs can be pooled.
+///
+/// ```
+/// let report: nri_interop::bench::Report =
+///     serde_json::from_str(r#"{"create": {"median_us": 3, "p99_us": 9}, "iterations": 5}"#).unwrap();
+/// assert_eq!(report.create.map(|c| c.p99_us), Some(9.0));
+/// ```
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Report {
+    pub mode: String,
+    /// CreateContainer through the plugins (mode wasm: through the module).
+    pub create: Option<Latency>,
+    /// Plugin process start to its completed Synchronize, by our runtime.
+    pub registration: Option<Latency>,
+    pub registration_samples_us: Vec<f64>,
+    /// Plugin process start to its connection to a socket nothing serves.
+    pub plugin_connect: Option<Latency>,
+    pub plugin_connect_samples_us: Vec<f64>,
+    /// Plugin process start to its Synchronize reply, registered by a
+    /// scripted runtime that sends frames encoded in advance.
+    pub plugin_scripted: Option<Latency>,
+    pub plugin_scripted_samples_us: Vec<f64>,
+    /// CreateContainer through the same plugins from a scripted runtime
+    /// (requests encoded in advance, replies not decoded): blocking, on the
+    /// event loop, and polling as long as our runtime.
+    pub scripted_chain: Option<Latency>,
+    pub event_loop_chain: Option<Latency>,
+    pub polling_chain: Option<Latency>,
+    /// CPU time of the runtime process (and of the plugins) per call of
+    /// those chains.
+    pub scripted_runtime_cpu_us_per_call: Option<f64>,
+    pub scripted_plugins_cpu_us_per_call: Option<f64>,
+    pub event_loop_runtime_cpu_us_per_call: Option<f64>,
+    pub polling_runtime_cpu_us_per_call: Option<f64>,
+    /// How long our runtime's calls poll for a reply (`plugin_busy_poll`).
+    pub busy_poll_us: Option<f64>,
+    /// The polling chain doing the protocol's own work (each request
+    /// encoded, each reply decoded and merged), the time per call of that
+    /// work alone, and the runtime process's CPU time per call.
+    pub encoding_chain: Option<Latency>,
+    pub encoding_chain_work: Option<Latency>,
+    pub encoding_runtime_cpu_us_per_call: Option<f64>,
+    /// Our runtime and that chain measured in alternating turns, and the
+    /// CPU time per call (ours, the chain's) of the runtime process and of
+    /// the plugins.
+    pub turns_create: Option<Latency>,
+    pub turns_encoding_chain: Option<Latency>,
+    pub turns_runtime_cpu_us_per_call: Option<(f64, f64)>,
+    pub turns_plugins_cpu_us_per_call: Option<(f64, f64)>,
+    /// Idle memory of each plugin process and of the runtime process, and
+    /// the runtime's after the measured calls.
+    pub plugin_rss_kib: Vec<u64>,
+    pub plugin_anon_kib: Vec<u64>,
+    pub runtime_rss_kib: Option<u64>,
+    pub runtime_anon_kib: Option<u64>,
+    pub runtime_rss_after_kib: Option<u64>,
+    /// CPU time per measured CreateContainer of the runtime process and of
+    /// all plugin processes together.
+    pub runtime_cpu_us_per_call: Option<f64>,
+    pub plugins_cpu_us_per_call: Option<f64>,
+    pub lifecycle: Option<Latency>,
+    pub lifecycles_per_s: Option<f64>,
+    /// Synchronize inside the runtime hook, from the plugin's process start,
+    /// and by a scripted runtime; CPU time per round of runtime and plugin.
+    pub sync: Option<Latency>,
+    pub sync_samples_us: Vec<f64>,
+    pub sync_from_start: Option<Latency>,
+    pub sync_from_start_samples_us: Vec<f64>,
+    pub sync_scripted: Option<Latency>,
+    pub sync_scripted_samples_us: Vec<f64>,
+    pub sync_runtime_cpu_us: Option<f64>,
+    pub sync_plugin_cpu_us: Option<f64>,
+    pub containers: Option<usize>,
+    pub pods: Option<usize>,
+    pub sync_bytes: Option<usize>,
+    pub load_windows: Vec<Window>,
+    pub load_late: Option<usize>,
+    pub updates_received: Option<u64>,
+    /// Mode wasm: start-ups, the first call, the module's two calls alone
+    /// and the work around them no runtime can skip.
+    pub startup: Option<Latency>,
+    pub first_create_us: Option<f64>,
+    pub module: Option<Latency>,
+    pub wasm_work: Option<Latency>,
+    pub plugins: usize,
+    pub iterations: usize,
+    /// The Go program's `GOMAXPROCS` and Go version.
+    pub gomaxprocs: Option<usize>,
+    pub go_version: Option<String>,
 }
 
 /// What the benches read of `/proc/<pid>/stat`.

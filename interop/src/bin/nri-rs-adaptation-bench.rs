@@ -2,7 +2,7 @@
 //! processes connected to its socket, in a process of its own so that its
 //! memory can be measured. It is the Rust twin of the Go
 //! `nri-adaptation-bench` (interop/harness): same flags, same measurements,
-//! same JSON document (without the Go fields), and the same requests and
+//! same JSON document (`nri_interop::bench::Report`), and the same requests and
 //! tables. `interop/benches/adaptation.rs` runs both.
 //!
 //! ```text
@@ -74,191 +74,18 @@ use nri_api::{
     Container, ContainerEviction, ContainerState, ContainerUpdate, PodSandbox,
     RemoveContainerRequest, StartContainerRequest, StopContainerRequest,
 };
-use nri_interop::bench::{create_envelope, create_request, proc_stat, status_kib};
+use nri_interop::bench::{
+    create_envelope, create_request, proc_stat, status_kib, Latency, Report, Window,
+};
 use prost::Message;
-use serde::Serialize;
 use serde_json::json;
 use tokio::sync::mpsc;
 
 /// A failed measurement, reported on stderr.
 type Failure = String;
 
-/// Median and 99th percentile of one measurement, in microseconds.
-#[derive(Debug, Clone, Copy, Serialize)]
-struct Latency {
-    median_us: f64,
-    p99_us: f64,
-}
-
-/// Lifecycle latencies of one window of the load mode.
-#[derive(Debug, Clone, Copy, Serialize)]
-struct Window {
-    start_s: u64,
-    count: usize,
-    median_us: f64,
-    p99_us: f64,
-    max_us: f64,
-}
-
 /// Length of one window of the load mode.
 const LOAD_WINDOW: Duration = Duration::from_secs(5);
-
-/// The output document; fields of other modes are left out.
-#[derive(Debug, Default, Serialize)]
-struct Report {
-    mode: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    create: Option<Latency>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    registration: Option<Latency>,
-    /// Every timed registration, in microseconds, in the order measured
-    /// (so that the runs of one case can be pooled).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    registration_samples_us: Vec<f64>,
-    /// Plugin process start to its connection to a socket nothing serves.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    plugin_connect: Option<Latency>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    plugin_connect_samples_us: Vec<f64>,
-    /// Synchronize of the same table by a scripted runtime (messages
-    /// encoded in advance), from its first message to the last reply.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sync_scripted: Option<Latency>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    sync_scripted_samples_us: Vec<f64>,
-    /// CreateContainer through the same plugins from a scripted runtime
-    /// that sends a request encoded in advance and reads replies without
-    /// decoding them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scripted_chain: Option<Latency>,
-    /// Plugin process start to its Synchronize reply, registered by a
-    /// scripted runtime that sends frames encoded in advance.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    plugin_scripted: Option<Latency>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    plugin_scripted_samples_us: Vec<f64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    plugin_rss_kib: Vec<u64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    plugin_anon_kib: Vec<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    runtime_rss_kib: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    runtime_anon_kib: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    runtime_rss_after_kib: Option<u64>,
-    /// CPU time (user and system) of the runtime process per measured
-    /// CreateContainer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    runtime_cpu_us_per_call: Option<f64>,
-    /// CPU time of all plugin processes together per measured
-    /// CreateContainer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    plugins_cpu_us_per_call: Option<f64>,
-    /// CPU time of the runtime process per measured call of the scripted
-    /// chain (the same plugins behind the scripted runtime).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scripted_runtime_cpu_us_per_call: Option<f64>,
-    /// CPU time of the scripted chain's plugin processes together per
-    /// measured call.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scripted_plugins_cpu_us_per_call: Option<f64>,
-    /// The scripted chain's calls again, with its sockets on the event
-    /// loop instead of blocking.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    event_loop_chain: Option<Latency>,
-    /// CPU time of the runtime process per measured call of the
-    /// event-loop chain.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    event_loop_runtime_cpu_us_per_call: Option<f64>,
-    /// How long our runtime's calls to plugins poll for the reply before
-    /// they wait to be woken (`plugin_busy_poll`), in µs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    busy_poll_us: Option<f64>,
-    /// The event-loop chain's calls again, polling for each reply for the
-    /// same window as our runtime before waiting to be woken.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    polling_chain: Option<Latency>,
-    /// CPU time of the runtime process per measured call of the polling
-    /// chain.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    polling_runtime_cpu_us_per_call: Option<f64>,
-    /// The polling chain's calls made by a runtime that does the
-    /// protocol's own work and nothing else: each request encoded from the
-    /// merged result so far, each reply decoded and merged.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    encoding_chain: Option<Latency>,
-    /// That chain's time per call spent encoding, decoding and merging,
-    /// timed around that work alone.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    encoding_chain_work: Option<Latency>,
-    /// CPU time of the runtime process per measured call of that chain.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    encoding_runtime_cpu_us_per_call: Option<f64>,
-    /// Our runtime's CreateContainer once more, measured in turns with
-    /// the chain doing the protocol's own work ([`measure_in_turns`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    turns_create: Option<Latency>,
-    /// That chain, on fresh plugins of the same binary, in the same turns.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    turns_encoding_chain: Option<Latency>,
-    /// CPU time of the runtime process per call in our runtime's turns
-    /// and in the chain's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    turns_runtime_cpu_us_per_call: Option<(f64, f64)>,
-    /// CPU time of the plugin processes per call in our runtime's turns
-    /// (its plugins) and in the chain's (the chain's plugins).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    turns_plugins_cpu_us_per_call: Option<(f64, f64)>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    startup: Option<Latency>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    first_create_us: Option<f64>,
-    /// Mode wasm: the module's two calls per CreateContainer, alone.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    module: Option<Latency>,
-    /// Mode wasm: the work a runtime cannot skip around the module's two
-    /// calls (normalizing, encoding, decoding, merging, the validation
-    /// request), timed apart from the calls.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    wasm_work: Option<Latency>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lifecycle: Option<Latency>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lifecycles_per_s: Option<f64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    load_windows: Vec<Window>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    load_late: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    updates_received: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sync: Option<Latency>,
-    /// Every round's Synchronize, in microseconds, in the order measured
-    /// (so that the runs of one case can be pooled); likewise below.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    sync_samples_us: Vec<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sync_from_start: Option<Latency>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    sync_from_start_samples_us: Vec<f64>,
-    /// CPU time of the runtime process per Synchronize round (the plugin's
-    /// start included).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sync_runtime_cpu_us: Option<f64>,
-    /// CPU time of the plugin process from its start to its completed
-    /// Synchronize, per round.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sync_plugin_cpu_us: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    containers: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pods: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sync_bytes: Option<usize>,
-    plugins: usize,
-    iterations: usize,
-}
 
 /// Command-line options (Go `flag` style: `-name value`).
 #[derive(Debug)]
@@ -386,6 +213,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// A temporary directory with the adaptation's `plugins` and `conf`.
+fn bench_dir() -> Result<tempfile::TempDir, Failure> {
+    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    for sub in ["plugins", "conf"] {
+        std::fs::create_dir(dir.path().join(sub)).map_err(|e| format!("mkdir: {e}"))?;
+    }
+    Ok(dir)
+}
+
 /// One completed Synchronize: its start and end in the hook.
 type SyncTimes = (Instant, Instant);
 
@@ -465,6 +301,12 @@ struct BareSocket {
 /// Plugin processes, killed on drop.
 struct Plugins(Vec<Child>);
 
+impl Plugins {
+    fn pids(&self) -> Vec<u32> {
+        self.0.iter().map(Child::id).collect()
+    }
+}
+
 impl Drop for Plugins {
     fn drop(&mut self) {
         for child in &mut self.0 {
@@ -481,11 +323,8 @@ impl Bench {
         pods: Vec<PodSandbox>,
         containers: Vec<Container>,
     ) -> Result<Bench, Failure> {
-        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let dir = bench_dir()?;
         let socket = dir.path().join("nri.sock");
-        for sub in ["plugins", "conf"] {
-            std::fs::create_dir(dir.path().join(sub)).map_err(|e| format!("mkdir: {e}"))?;
-        }
         let (tx, mut synced) = mpsc::unbounded_channel();
         let updates = Arc::new(AtomicU64::new(0));
         let hooks = Hooks {
@@ -551,18 +390,9 @@ impl Bench {
             .map_err(|e| format!("start {}: {e}", self.plugin.display()))
     }
 
-    /// Starts plugins 0..count-1 and waits until every one's annotation
-    /// shows in a CreateContainer reply.
+    /// Starts plugins 0..count-1, plugin `i` configured by `config(i)`, and
+    /// waits until every one's annotation shows in a CreateContainer reply.
     async fn start_plugins(
-        &mut self,
-        count: usize,
-        config: fn(usize) -> serde_json::Value,
-    ) -> Result<Plugins, Failure> {
-        self.start_plugins_with(count, config).await
-    }
-
-    /// As [`Bench::start_plugins`], with any configuration function.
-    async fn start_plugins_with(
         &mut self,
         count: usize,
         config: impl Fn(usize) -> serde_json::Value,
@@ -594,34 +424,6 @@ impl Bench {
         Ok(plugins)
     }
 
-    /// Times plugins from process start to completed Synchronize, one at a
-    /// time, [`REGISTRATION_PAUSE`] apart; returns (inside the hook, from
-    /// process start, CPU ticks of the runtime process over all rounds, CPU
-    /// ticks of the plugin processes from their start to their completed
-    /// Synchronize).
-    async fn synchronize_one_by_one(
-        &mut self,
-        count: usize,
-        first_idx: usize,
-        prefix: &str,
-        limit: Duration,
-    ) -> Result<(Vec<Duration>, Vec<Duration>, u64, u64), Failure> {
-        let mut inside = Vec::with_capacity(count);
-        let mut from_start = Vec::with_capacity(count);
-        let (mut runtime_ticks, mut plugin_ticks) = (0, 0);
-        for i in 0..count {
-            let one = self
-                .register_one(first_idx + i % 10, &format!("{prefix}{i}"), limit)
-                .await?;
-            inside.push(one.inside);
-            from_start.push(one.from_start);
-            runtime_ticks += one.runtime_ticks;
-            plugin_ticks += one.plugin_ticks;
-            tokio::time::sleep(REGISTRATION_PAUSE).await;
-        }
-        Ok((inside, from_start, runtime_ticks, plugin_ticks))
-    }
-
     /// Starts one plugin that our runtime registers and times it to the end
     /// of its Synchronize; the plugin is stopped before this returns.
     async fn register_one(
@@ -638,7 +440,7 @@ impl Bench {
             .await
             .map_err(|_| format!("{name}: plugin not synchronized within {limit:?}"))?
             .ok_or("hooks gone")?;
-        let (runtime, plugin) = cpu_ticks(std::process::id(), &child.0)?;
+        let (runtime, plugin) = cpu_ticks(&child.pids())?;
         Ok(Registered {
             inside: end - start,
             from_start: end - began,
@@ -697,30 +499,6 @@ impl Bench {
         let listener = tokio::net::UnixListener::bind(&path)
             .map_err(|e| format!("listen on {}: {e}", path.display()))?;
         Ok(BareSocket { path, listener })
-    }
-
-    /// Registers `count` plugins one at a time with `script`,
-    /// [`REGISTRATION_PAUSE`] apart; returns for each the time from its
-    /// process start to the reply to the last Synchronize message, and from
-    /// the first Synchronize message to that reply.
-    async fn scripted_rounds(
-        &self,
-        script: &Script,
-        count: usize,
-        prefix: &str,
-    ) -> Result<(Vec<Duration>, Vec<Duration>), Failure> {
-        let bare = self.listen(prefix)?;
-        let mut took = Vec::with_capacity(count);
-        let mut syncing = Vec::with_capacity(count);
-        for i in 0..count {
-            let (from_start, sync) = self
-                .scripted_one(&bare, script, 70 + i % 10, &format!("{prefix}{i}"))
-                .await?;
-            took.push(from_start);
-            syncing.push(sync);
-            tokio::time::sleep(REGISTRATION_PAUSE).await;
-        }
-        Ok((took, syncing))
     }
 
     /// Starts one plugin that connects to `bare` and registers it with
@@ -1127,51 +905,26 @@ impl EventLoopChain {
     }
 
     /// `args.warmup` calls, then `args.n` measured ones, each reply polled
-    /// for up to `poll`: their latency and the runtime process's CPU time
-    /// per measured call (`per_call` turns the CPU ticks before and after
-    /// into that).
+    /// for up to `poll`, each call made by [`EventLoopChain::call_encoding`]
+    /// if `encode` (each call's result: the time spent on that work).
     async fn measure(
         &mut self,
         args: &Args,
         poll: Duration,
-        per_call: &CpuPerCall<'_>,
-    ) -> Result<(Latency, Option<f64>), Failure> {
-        let (latency, cpu, _) = self.measure_calls(args, poll, false, per_call).await?;
-        Ok((latency, cpu))
-    }
-
-    /// As [`EventLoopChain::measure`], each call made by
-    /// [`EventLoopChain::call_encoding`] if `encode`; then also the time
-    /// per call spent on that work.
-    async fn measure_calls(
-        &mut self,
-        args: &Args,
-        poll: Duration,
         encode: bool,
-        per_call: &CpuPerCall<'_>,
-    ) -> Result<(Latency, Option<f64>, Vec<Duration>), Failure> {
-        let mut samples = Vec::with_capacity(args.n);
-        let mut work = Vec::with_capacity(if encode { args.n } else { 0 });
-        let mut before = None;
-        for i in 0..args.warmup + args.n {
-            if i == args.warmup {
-                before = Some(cpu_ticks(std::process::id(), &self.plugins.0)?);
-            }
-            let start = Instant::now();
+    ) -> Result<(Timed, Vec<Duration>), Failure> {
+        let (mut timed, mut work) = (Timed::new(args.warmup, args.n, &self.plugins), Vec::new());
+        while let Some(i) = timed.next()? {
             let spent = match encode {
                 true => self.call_encoding(i, poll).await,
                 false => self.call(poll).await.map(|()| Duration::ZERO),
             }
             .map_err(|e| format!("event-loop chain, call {i}: {e}"))?;
             if i >= args.warmup {
-                samples.push(start.elapsed());
-                if encode {
-                    work.push(spent);
-                }
+                work.push(spent);
             }
         }
-        let after = cpu_ticks(std::process::id(), &self.plugins.0)?;
-        Ok((summarize(samples)?, per_call(before, after).0, work))
+        Ok((timed, work))
     }
 
     /// One call through every plugin as the smallest runtime that does the
@@ -1377,21 +1130,87 @@ fn read_frame(
     }
 }
 
-/// One CreateContainer call `i` of our runtime, its merged adjustment
-/// checked (one annotation from each of `plugins` plugins): its latency.
-async fn timed_create(b: &Bench, i: usize, plugins: usize) -> Result<Duration, Failure> {
-    let req = create_request(i as i64);
-    let start = Instant::now();
-    let reply = b.nri.create_container(req).await;
-    let elapsed = start.elapsed();
-    let reply = reply.map_err(|e| format!("CreateContainer {i}: {e}"))?;
+/// CreateContainer of container `i` on `nri`, its merged adjustment checked
+/// (one annotation from each of `plugins` plugins).
+async fn checked_create(nri: &Adaptation, i: usize, plugins: usize) -> Result<(), Failure> {
+    let reply = nri
+        .create_container(create_request(i as i64))
+        .await
+        .map_err(|e| format!("CreateContainer {i}: {e}"))?;
     let got = reply.adjust.map_or(0, |a| a.annotations.len());
-    if got != plugins {
-        return Err(format!(
+    match got == plugins {
+        true => Ok(()),
+        false => Err(format!(
             "CreateContainer {i}: {got} annotations, want {plugins}"
-        ));
+        )),
     }
-    Ok(elapsed)
+}
+
+/// The measurement loop of every mode: `warmup` unmeasured calls, then
+/// `n` measured ones, each timed from one [`Timed::next`] to the next; the
+/// wall time of the measured calls and the CPU ticks over them of this
+/// process and of the plugin processes.
+struct Timed {
+    warmup: usize,
+    n: usize,
+    pids: Vec<u32>,
+    /// Calls started so far.
+    started: usize,
+    start: Instant,
+    began: Instant,
+    before: (u64, u64),
+    samples: Vec<Duration>,
+    wall: Duration,
+    ticks: (u64, u64),
+}
+
+impl Timed {
+    fn new(warmup: usize, n: usize, plugins: &Plugins) -> Timed {
+        let now = Instant::now();
+        Timed {
+            warmup,
+            n,
+            pids: plugins.pids(),
+            started: 0,
+            start: now,
+            began: now,
+            before: (0, 0),
+            samples: Vec::with_capacity(n),
+            wall: Duration::ZERO,
+            ticks: (0, 0),
+        }
+    }
+
+    /// Ends the call before (its time is a sample if it was measured) and
+    /// returns the number of the next one, or `None` after the last.
+    fn next(&mut self) -> Result<Option<usize>, Failure> {
+        let now = Instant::now();
+        if self.started > self.warmup {
+            self.samples.push(now - self.start);
+        }
+        if self.started == self.warmup + self.n {
+            self.wall = now - self.began;
+            let after = cpu_ticks(&self.pids)?;
+            self.ticks = (
+                after.0.saturating_sub(self.before.0),
+                after.1.saturating_sub(self.before.1),
+            );
+            return Ok(None);
+        }
+        if self.started == self.warmup {
+            self.before = cpu_ticks(&self.pids)?;
+            self.began = Instant::now();
+        }
+        self.started += 1;
+        self.start = Instant::now();
+        Ok(Some(self.started - 1))
+    }
+
+    /// CPU µs per measured call of this process and of the plugins.
+    fn cpu_per_call(&self) -> (f64, f64) {
+        let us = |t: u64| t as f64 * 1e6 / USER_HZ / self.samples.len().max(1) as f64;
+        (us(self.ticks.0), us(self.ticks.1))
+    }
 }
 
 /// Calls per turn of [`measure_in_turns`].
@@ -1422,40 +1241,40 @@ async fn measure_in_turns(
 ) -> Result<Turns, Failure> {
     let mut chain =
         EventLoopChain::from_blocking(ScriptedChain::start(b, args.plugins, "turns.sock").await?)?;
-    for i in 0..args.warmup {
+    let mut warm = Timed::new(args.warmup, 0, &Plugins(Vec::new()));
+    while let Some(i) = warm.next()? {
         chain
             .call_encoding(i, window)
             .await
             .map_err(|e| format!("chain in turns, call {i}: {e}"))?;
     }
-    let pid = std::process::id();
     let (mut ours, mut theirs) = (Vec::with_capacity(args.n), Vec::with_capacity(args.n));
     // Ticks of (runtime, plugins) during our turns and during the chain's.
     let (mut ours_ticks, mut chain_ticks) = ((0, 0), (0, 0));
-    let add = |sum: &mut (u64, u64), before: (u64, u64), after: (u64, u64)| {
-        sum.0 += after.0.saturating_sub(before.0);
-        sum.1 += after.1.saturating_sub(before.1);
+    let add = |sum: &mut (u64, u64), turn: &Timed| {
+        sum.0 += turn.ticks.0;
+        sum.1 += turn.ticks.1;
     };
     let mut i = args.warmup;
     while ours.len() < args.n {
         let turn = TURN.min(args.n - ours.len());
-        let before = cpu_ticks(pid, &plugins.0)?;
-        for _ in 0..turn {
-            ours.push(timed_create(b, i, args.plugins).await?);
-            i += 1;
+        let mut timed = Timed::new(0, turn, plugins);
+        while let Some(k) = timed.next()? {
+            checked_create(&b.nri, i + k, args.plugins).await?;
         }
-        add(&mut ours_ticks, before, cpu_ticks(pid, &plugins.0)?);
-        let before = cpu_ticks(pid, &chain.plugins.0)?;
-        for _ in 0..turn {
-            let start = Instant::now();
+        add(&mut ours_ticks, &timed);
+        ours.extend(timed.samples);
+        i += turn;
+        let mut timed = Timed::new(0, turn, &chain.plugins);
+        while let Some(k) = timed.next()? {
             chain
-                .call_encoding(i, window)
+                .call_encoding(i + k, window)
                 .await
-                .map_err(|e| format!("chain in turns, call {i}: {e}"))?;
-            theirs.push(start.elapsed());
-            i += 1;
+                .map_err(|e| format!("chain in turns, call {}: {e}", i + k))?;
         }
-        add(&mut chain_ticks, before, cpu_ticks(pid, &chain.plugins.0)?);
+        add(&mut chain_ticks, &timed);
+        theirs.extend(timed.samples);
+        i += turn;
     }
     let us = |ticks: u64| ticks as f64 * 1e6 / USER_HZ / args.n as f64;
     Ok(Turns {
@@ -1471,40 +1290,21 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     let registered = b.registrations(args.registrations).await?;
     let plugins = b.start_plugins(args.plugins, bench_config).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let plugin_rss = plugins
-        .0
-        .iter()
-        .map(|c| vm_rss_kib(c.id()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let plugin_anon = plugins
-        .0
-        .iter()
-        .map(|c| status_kib(c.id(), "RssAnon:"))
-        .collect::<Result<Vec<_>, _>>()?;
+    let status = |field: &str| -> Result<Vec<u64>, Failure> {
+        plugins
+            .pids()
+            .into_iter()
+            .map(|pid| status_kib(pid, field))
+            .collect()
+    };
+    let (plugin_rss, plugin_anon) = (status("VmRSS:")?, status("RssAnon:")?);
     let runtime_rss = vm_rss_kib(std::process::id())?;
     let runtime_anon = status_kib(std::process::id(), "RssAnon:")?;
-
-    let mut samples = Vec::with_capacity(args.n);
-    let mut cpu_before = None;
-    for i in 0..args.warmup + args.n {
-        if i == args.warmup {
-            cpu_before = Some(cpu_ticks(std::process::id(), &plugins.0)?);
-        }
-        let elapsed = timed_create(&b, i, args.plugins).await?;
-        if i >= args.warmup {
-            samples.push(elapsed);
-        }
+    let mut create = Timed::new(args.warmup, args.n, &plugins);
+    while let Some(i) = create.next()? {
+        checked_create(&b.nri, i, args.plugins).await?;
     }
-    let cpu_after = cpu_ticks(std::process::id(), &plugins.0)?;
-    // Runtime and plugins CPU time per measured call, from the ticks read
-    // before the first measured call and after the last.
-    let per_call = |before: Option<(u64, u64)>, after: (u64, u64)| {
-        let us = |b: u64, a: u64| a.saturating_sub(b) as f64 * 1e6 / USER_HZ / args.n.max(1) as f64;
-        before
-            .map(|(rt, pl)| (us(rt, after.0), us(pl, after.1)))
-            .unzip()
-    };
-    let (runtime_cpu, plugins_cpu) = per_call(cpu_before, cpu_after);
+    let (runtime_cpu, plugins_cpu) = create.cpu_per_call();
     let runtime_after = vm_rss_kib(std::process::id())?;
     let window = args
         .busy_poll
@@ -1514,54 +1314,44 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
 
     // The same plugins behind the smallest possible runtime.
     let mut chain = ScriptedChain::start(&b, args.plugins, "chain.sock").await?;
-    let mut chained = Vec::with_capacity(args.n);
-    let mut chain_cpu_before = None;
-    for i in 0..args.warmup + args.n {
-        if i == args.warmup {
-            chain_cpu_before = Some(cpu_ticks(std::process::id(), &chain.plugins.0)?);
-        }
-        let start = Instant::now();
+    let mut blocking = Timed::new(args.warmup, args.n, &chain.plugins);
+    while let Some(i) = blocking.next()? {
         chain
             .call()
             .map_err(|e| format!("scripted chain, call {i}: {e}"))?;
-        if i >= args.warmup {
-            chained.push(start.elapsed());
-        }
     }
-    let chain_cpu_after = cpu_ticks(std::process::id(), &chain.plugins.0)?;
-    let (scripted_runtime_cpu, scripted_plugins_cpu) = per_call(chain_cpu_before, chain_cpu_after);
+    let (scripted_runtime_cpu, scripted_plugins_cpu) = blocking.cpu_per_call();
     // The same plugins and frames again, awaited on the event loop: first
     // waiting to be woken at once, then polling as our runtime does.
     let mut chain = EventLoopChain::from_blocking(chain)?;
-    let (looped, event_loop_runtime_cpu) = chain.measure(args, Duration::ZERO, &per_call).await?;
+    let (looped, _) = chain.measure(args, Duration::ZERO, false).await?;
     let polling = match window.is_zero() {
         true => None,
-        false => Some(chain.measure(args, window, &per_call).await?),
+        false => Some(chain.measure(args, window, false).await?.0),
     };
-    let (encoding, encoding_cpu, encoding_work) =
-        chain.measure_calls(args, window, true, &per_call).await?;
+    let (encoding, encoding_work) = chain.measure(args, window, true).await?;
     drop(chain);
     b.stop().await;
     Ok(Report {
-        mode: "create",
-        event_loop_chain: Some(looped),
-        event_loop_runtime_cpu_us_per_call: event_loop_runtime_cpu,
+        mode: "create".into(),
+        event_loop_runtime_cpu_us_per_call: Some(looped.cpu_per_call().0),
+        event_loop_chain: Some(summarize(looped.samples)?),
         busy_poll_us: Some(window.as_secs_f64() * 1e6),
-        polling_runtime_cpu_us_per_call: polling.as_ref().and_then(|p| p.1),
-        polling_chain: polling.map(|p| p.0),
-        encoding_chain: Some(encoding),
+        polling_runtime_cpu_us_per_call: polling.as_ref().map(|p| p.cpu_per_call().0),
+        polling_chain: polling.map(|p| summarize(p.samples)).transpose()?,
+        encoding_runtime_cpu_us_per_call: Some(encoding.cpu_per_call().0),
         encoding_chain_work: Some(summarize(encoding_work)?),
-        encoding_runtime_cpu_us_per_call: encoding_cpu,
+        encoding_chain: Some(summarize(encoding.samples)?),
         turns_create: Some(turns.ours),
         turns_encoding_chain: Some(turns.chain),
         turns_runtime_cpu_us_per_call: Some(turns.runtime_cpu),
         turns_plugins_cpu_us_per_call: Some(turns.plugins_cpu),
-        scripted_runtime_cpu_us_per_call: scripted_runtime_cpu,
-        scripted_plugins_cpu_us_per_call: scripted_plugins_cpu,
-        scripted_chain: Some(summarize(chained)?),
-        runtime_cpu_us_per_call: runtime_cpu,
-        plugins_cpu_us_per_call: plugins_cpu,
-        create: Some(summarize(samples)?),
+        scripted_runtime_cpu_us_per_call: Some(scripted_runtime_cpu),
+        scripted_plugins_cpu_us_per_call: Some(scripted_plugins_cpu),
+        scripted_chain: Some(summarize(blocking.samples)?),
+        runtime_cpu_us_per_call: Some(runtime_cpu),
+        plugins_cpu_us_per_call: Some(plugins_cpu),
+        create: Some(summarize(create.samples)?),
         registration: summarize_any(&registered.ours)?,
         registration_samples_us: micros(&registered.ours),
         plugin_connect: summarize_any(&registered.connect)?,
@@ -1582,18 +1372,9 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
 /// One lifecycle (create, start, stop, remove) of container `i` through
 /// `plugins` plugins, each of which must adjust the creation.
 async fn one_lifecycle(nri: &Adaptation, i: usize, plugins: usize) -> Result<(), Failure> {
+    checked_create(nri, i, plugins).await?;
     let req = create_request(i as i64);
-    let (pod, mut ctr) = (req.pod.clone(), req.container.clone());
-    let reply = nri
-        .create_container(req)
-        .await
-        .map_err(|e| format!("CreateContainer {i}: {e}"))?;
-    let got = reply.adjust.map_or(0, |a| a.annotations.len());
-    if got != plugins {
-        return Err(format!(
-            "CreateContainer {i}: {got} annotations, want {plugins}"
-        ));
-    }
+    let (pod, mut ctr) = (req.pod, req.container);
     if let Some(c) = ctr.as_mut() {
         c.state = ContainerState::ContainerRunning as i32;
     }
@@ -1624,25 +1405,16 @@ async fn one_lifecycle(nri: &Adaptation, i: usize, plugins: usize) -> Result<(),
 async fn run_lifecycle(args: &Args) -> Result<Report, Failure> {
     let mut b = Bench::start(&args.plugin, args.busy_poll, Vec::new(), Vec::new()).await?;
     let plugins = b.start_plugins(args.plugins, lifecycle_config).await?;
-    let mut samples = Vec::with_capacity(args.n);
-    let mut began = Instant::now();
-    for i in 0..args.warmup + args.n {
-        if i == args.warmup {
-            began = Instant::now();
-        }
-        let start = Instant::now();
+    let mut cycles = Timed::new(args.warmup, args.n, &Plugins(Vec::new()));
+    while let Some(i) = cycles.next()? {
         one_lifecycle(&b.nri, i, args.plugins).await?;
-        if i >= args.warmup {
-            samples.push(start.elapsed());
-        }
     }
-    let total = began.elapsed();
     drop(plugins);
     b.stop().await;
     Ok(Report {
-        mode: "lifecycle",
-        lifecycle: Some(summarize(samples)?),
-        lifecycles_per_s: Some(args.n as f64 / total.as_secs_f64()),
+        mode: "lifecycle".into(),
+        lifecycles_per_s: Some(args.n as f64 / cycles.wall.as_secs_f64()),
+        lifecycle: Some(summarize(cycles.samples)?),
         plugins: args.plugins,
         iterations: args.n,
         ..Default::default()
@@ -1656,7 +1428,7 @@ async fn run_load(args: &Args) -> Result<Report, Failure> {
     let mut b = Bench::start(&args.plugin, args.busy_poll, Vec::new(), Vec::new()).await?;
     let update_ms = args.update_ms;
     let plugins = b
-        .start_plugins_with(args.plugins, |i| load_config(i, update_ms))
+        .start_plugins(args.plugins, |i| load_config(i, update_ms))
         .await?;
     for i in 0..args.warmup {
         one_lifecycle(&b.nri, i, args.plugins).await?;
@@ -1696,7 +1468,7 @@ async fn run_load(args: &Args) -> Result<Report, Failure> {
         .map(|(w, s)| window(w, s))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Report {
-        mode: "load",
+        mode: "load".into(),
         iterations: all.len(),
         lifecycle: Some(summarize(all)?),
         load_windows,
@@ -1729,22 +1501,37 @@ async fn run_sync(args: &Args) -> Result<Report, Failure> {
         + containers.iter().map(Message::encoded_len).sum::<usize>();
     let pod_count = pods.len();
     let mut b = Bench::start(&args.plugin, args.busy_poll, pods, containers).await?;
-    let (inside, from_start, runtime_ticks, plugin_ticks) = b
-        .synchronize_one_by_one(args.rounds, 50, "sync", Duration::from_secs(180))
-        .await?;
-    // The same table offered by a scripted runtime.
+    let (mut inside, mut from_start, mut scripted) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut runtime_ticks, mut plugin_ticks) = (0, 0);
+    for i in 0..args.rounds {
+        let limit = Duration::from_secs(180);
+        let one = b
+            .register_one(50 + i % 10, &format!("sync{i}"), limit)
+            .await?;
+        inside.push(one.inside);
+        from_start.push(one.from_start);
+        runtime_ticks += one.runtime_ticks;
+        plugin_ticks += one.plugin_ticks;
+        tokio::time::sleep(REGISTRATION_PAUSE).await;
+    }
+    // The same table offered by a scripted runtime, from its first
+    // Synchronize message to the reply to the last.
     let script = {
         let (pods, containers) = sync_table(args.containers);
         Script::with_table(&pods, &containers)?
     };
-    let (_, scripted) = b
-        .scripted_rounds(&script, args.rounds, "scripted-sync")
-        .await?;
+    let bare = b.listen("scripted-sync")?;
+    for i in 0..args.rounds {
+        let name = format!("scripted-sync{i}");
+        let (_, sync) = b.scripted_one(&bare, &script, 70 + i % 10, &name).await?;
+        scripted.push(sync);
+        tokio::time::sleep(REGISTRATION_PAUSE).await;
+    }
     drop(script);
     b.stop().await;
     let per_round = |ticks: u64| ticks as f64 * 1e6 / USER_HZ / args.rounds.max(1) as f64;
     Ok(Report {
-        mode: "sync",
+        mode: "sync".into(),
         sync_runtime_cpu_us: Some(per_round(runtime_ticks)),
         sync_plugin_cpu_us: Some(per_round(plugin_ticks)),
         sync_samples_us: micros(&inside),
@@ -1793,10 +1580,7 @@ async fn start_wasm(dir: &Path) -> Result<(Adaptation, Duration), Failure> {
 }
 
 async fn run_wasm(args: &Args) -> Result<Report, Failure> {
-    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-    for sub in ["plugins", "conf"] {
-        std::fs::create_dir(dir.path().join(sub)).map_err(|e| format!("mkdir: {e}"))?;
-    }
+    let dir = bench_dir()?;
     let module = dir.path().join("plugins").join("10-wasm");
     std::fs::copy(&args.plugin, &module)
         .map_err(|e| format!("copy {}: {e}", args.plugin.display()))?;
@@ -1817,33 +1601,20 @@ async fn run_wasm(args: &Args) -> Result<Report, Failure> {
         nri.stop().await;
     }
     let (nri, _) = start_wasm(dir.path()).await?;
+    let mut calls = Timed::new(1 + args.warmup, args.n, &Plugins(Vec::new()));
     let mut first = Duration::ZERO;
-    let mut samples = Vec::with_capacity(args.n);
-    for i in 0..1 + args.warmup + args.n {
-        let req = create_request(i as i64);
-        let name = req.container.as_ref().map(|c| c.name.clone());
+    while let Some(i) = calls.next()? {
         let start = Instant::now();
-        let reply = nri.create_container(req).await;
-        let elapsed = start.elapsed();
-        let reply = reply.map_err(|e| format!("CreateContainer {i}: {e}"))?;
-        let got = reply
-            .adjust
-            .and_then(|a| a.annotations.get("nri-wasm/adjusted").cloned());
-        if got != name {
-            return Err(format!(
-                "CreateContainer {i}: annotation {got:?}, want {name:?}"
-            ));
-        }
+        wasm_create(&nri, i).await?;
         if i == 0 {
-            first = elapsed;
-        } else if i > args.warmup {
-            samples.push(elapsed);
+            first = start.elapsed();
         }
     }
+    let samples = calls.samples;
     nri.stop().await;
     let (module, work) = module_alone(&module, args).await?;
     Ok(Report {
-        mode: "wasm",
+        mode: "wasm".into(),
         module: Some(summarize(module)?),
         wasm_work: Some(summarize(work)?),
         create: Some(summarize(samples)?),
@@ -1857,6 +1628,26 @@ async fn run_wasm(args: &Args) -> Result<Report, Failure> {
         iterations: args.n,
         ..Report::default()
     })
+}
+
+/// CreateContainer `i` through the WebAssembly plugin, whose reply carries
+/// the container's name in an annotation.
+async fn wasm_create(nri: &Adaptation, i: usize) -> Result<(), Failure> {
+    let req = create_request(i as i64);
+    let name = req.container.as_ref().map(|c| c.name.clone());
+    let reply = nri
+        .create_container(req)
+        .await
+        .map_err(|e| format!("CreateContainer {i}: {e}"))?;
+    let got = reply
+        .adjust
+        .and_then(|a| a.annotations.get("nri-wasm/adjusted").cloned());
+    match got == name {
+        true => Ok(()),
+        false => Err(format!(
+            "CreateContainer {i}: annotation {got:?}, want {name:?}"
+        )),
+    }
 }
 
 /// The module's part of each CreateContainer of mode wasm, without the
@@ -2057,18 +1848,13 @@ fn summarize(mut samples: Vec<Duration>) -> Result<Latency, Failure> {
 const USER_HZ: f64 = 100.0;
 
 /// CPU time (user and system, all threads) so far, in `USER_HZ` ticks, of
-/// the process `runtime` and of all `plugins` together.
-/// Turns the (runtime, plugins) CPU ticks read before the first measured
-/// call and after the last into CPU µs per call of each.
-type CpuPerCall<'a> =
-    dyn Fn(Option<(u64, u64)>, (u64, u64)) -> (Option<f64>, Option<f64>) + Sync + 'a;
-
-fn cpu_ticks(runtime: u32, plugins: &[Child]) -> Result<(u64, u64), Failure> {
+/// this process and of the processes `pids` together.
+fn cpu_ticks(pids: &[u32]) -> Result<(u64, u64), Failure> {
     let mut sum = 0;
-    for p in plugins {
-        sum += process_cpu_ticks(p.id())?;
+    for &pid in pids {
+        sum += process_cpu_ticks(pid)?;
     }
-    Ok((process_cpu_ticks(runtime)?, sum))
+    Ok((process_cpu_ticks(std::process::id())?, sum))
 }
 
 /// `utime + stime` of `/proc/<pid>/stat`.
