@@ -38,6 +38,7 @@
 pub mod bench;
 mod error;
 mod files;
+pub mod fixtures;
 mod go_build;
 pub mod plugin_tests;
 mod process;

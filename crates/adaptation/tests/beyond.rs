@@ -67,14 +67,26 @@ async fn setup(
     nri
 }
 
+/// Starts container `id`, bounded.
+async fn start(nri: &Adaptation, id: &str) -> Result<(), Error> {
+    bounded(nri.start_container(start_req(id))).await.map(drop)
+}
+
+/// Asserts `10-sleepy` is still connected and handles the next event, then
+/// stops `nri`.
+async fn still_serves(nri: Adaptation, log: &Log) {
+    assert_eq!(nri.plugins().len(), 1);
+    start(&nri, "ctr1").await.unwrap();
+    assert!(log.get().contains(&"10-sleepy ctr1".to_string()));
+    nri.stop().await;
+}
+
 #[tokio::test]
 async fn timeout_drops_the_plugin_by_default() {
     let env = Env::new();
     let log = Log::default();
     let nri = setup(&env, |b| b, None, &log).await;
-    bounded(nri.start_container(start_req("slow0")))
-        .await
-        .unwrap();
+    start(&nri, "slow0").await.unwrap();
     assert!(nri.plugins().is_empty());
     nri.stop().await;
 }
@@ -98,12 +110,7 @@ async fn fail_call_policy_fails_the_call_and_keeps_the_plugin() {
         err.to_string(),
         "plugin 10-sleepy failed to handle StartContainer request: context deadline exceeded"
     );
-    assert_eq!(nri.plugins().len(), 1);
-    bounded(nri.start_container(start_req("ctr1")))
-        .await
-        .unwrap();
-    assert!(log.get().contains(&"10-sleepy ctr1".to_string()));
-    nri.stop().await;
+    still_serves(nri, &log).await;
 }
 
 #[tokio::test]
@@ -117,15 +124,8 @@ async fn skip_call_policy_per_plugin_goes_on_and_keeps_the_plugin() {
         &log,
     )
     .await;
-    bounded(nri.start_container(start_req("slow0")))
-        .await
-        .unwrap();
-    assert_eq!(nri.plugins().len(), 1);
-    bounded(nri.start_container(start_req("ctr1")))
-        .await
-        .unwrap();
-    assert!(log.get().contains(&"10-sleepy ctr1".to_string()));
-    nri.stop().await;
+    start(&nri, "slow0").await.unwrap();
+    still_serves(nri, &log).await;
 }
 
 #[tokio::test]
@@ -139,9 +139,7 @@ async fn per_plugin_request_timeout_gives_a_slow_plugin_time() {
         &log,
     )
     .await;
-    bounded(nri.start_container(start_req("slow0")))
-        .await
-        .unwrap();
+    start(&nri, "slow0").await.unwrap();
     assert_eq!(nri.plugins().len(), 1);
     assert_eq!(log.get(), ["10-sleepy slow0"]);
     nri.stop().await;
@@ -156,9 +154,7 @@ async fn announced_keep_connected_survives_a_timeout() {
         keep_connected: true,
     };
     let nri = setup(&env, |b| b, Some(policy), &log).await;
-    bounded(nri.start_container(start_req("slow0")))
-        .await
-        .unwrap();
+    start(&nri, "slow0").await.unwrap();
     assert_eq!(nri.plugins().len(), 1);
     nri.stop().await;
 }
@@ -246,6 +242,19 @@ struct Tagged {
     log: Log,
 }
 
+/// Runs a `Tagged` plugin as `10-up` on the adaptation of `env`.
+fn run_tagged(
+    env: &Env,
+    tag: &'static str,
+    log: &Log,
+) -> tokio::task::JoinHandle<Result<(), nri_stub::Error>> {
+    let plugin = Tagged {
+        tag,
+        log: log.clone(),
+    };
+    run_stub(plugin, "up", "10", &env.socket())
+}
+
 #[nri_stub::plugin]
 impl Plugin for Tagged {
     async fn shutdown(&self, _ctx: &Context) {
@@ -268,25 +277,9 @@ async fn same_identity_connections_both_stay_by_default() {
     let env = Env::new();
     let nri = env.start().await;
     let log = Log::default();
-    let _a = run_stub(
-        Tagged {
-            tag: "a",
-            log: log.clone(),
-        },
-        "up",
-        "10",
-        &env.socket(),
-    );
+    let _a = run_tagged(&env, "a", &log);
     wait_plugins(&nri, &["10-up"]).await;
-    let _b = run_stub(
-        Tagged {
-            tag: "b",
-            log: log.clone(),
-        },
-        "up",
-        "10",
-        &env.socket(),
-    );
+    let _b = run_tagged(&env, "b", &log);
     wait_plugins(&nri, &["10-up", "10-up"]).await;
     bounded(nri.start_container(start_req("c0"))).await.unwrap();
     let mut got = log.get();
@@ -304,15 +297,7 @@ async fn replace_same_identity_hands_over_without_gap_or_overlap() {
     let nri = env.builder().replace_same_identity(true).build();
     bounded(nri.start()).await.unwrap();
     let log = Log::default();
-    let _a = run_stub(
-        Tagged {
-            tag: "a",
-            log: log.clone(),
-        },
-        "up",
-        "10",
-        &env.socket(),
-    );
+    let _a = run_tagged(&env, "a", &log);
     wait_plugins(&nri, &["10-up"]).await;
 
     let done = Arc::new(AtomicBool::new(false));
@@ -331,15 +316,7 @@ async fn replace_same_identity_hands_over_without_gap_or_overlap() {
         })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let _b = run_stub(
-        Tagged {
-            tag: "b",
-            log: log.clone(),
-        },
-        "up",
-        "10",
-        &env.socket(),
-    );
+    let _b = run_tagged(&env, "b", &log);
     bounded(async {
         while !log.get().contains(&"a shutdown".to_string()) {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -617,10 +594,8 @@ impl Plugin for SlowValidator {
 async fn validator_announcing_keep_connected_survives_a_timeout() {
     let env = Env::new();
     let nri = env
-        .builder()
-        .request_timeout(Duration::from_millis(300))
-        .build();
-    bounded(nri.start()).await.unwrap();
+        .start_with(|b| b.request_timeout(Duration::from_millis(300)))
+        .await;
     let stub = nri_stub::Stub::builder(SlowValidator)
         .name("validator")
         .index("00")

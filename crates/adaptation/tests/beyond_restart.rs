@@ -21,7 +21,7 @@ use nri_adaptation::{
     Adaptation, BoxError, Error, PluginKind, RestartPolicy, RuntimeHooks, Synchronizer,
 };
 use nri_api::*;
-use nri_stub::{ConfigureInfo, Context, CreateContainerResult, Plugin, Stub};
+use nri_stub::{ConfigureInfo, Context, CreateContainerResult, Plugin};
 use support::{bounded, container, pod, Env, Restarts};
 use tokio::sync::Semaphore;
 
@@ -59,11 +59,7 @@ impl Plugin for Restartee {
 }
 
 fn plugin_main() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let _ = rt.block_on(async { Stub::builder(Restartee).build()?.run().await });
+    support::run_launched_plugin(Restartee);
 }
 
 // ---- the runtime side ----
@@ -356,12 +352,7 @@ fn main() {
     }
     let logs = capture::Captured::default();
     tracing::subscriber::set_global_default(logs.subscriber()).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    support::run_scenarios(async {
         println!("test killed_plugin_is_restarted_and_gets_events_again ...");
         killed_plugin_is_restarted_and_gets_events_again().await;
         println!("test failing_restarts_are_given_up ...");

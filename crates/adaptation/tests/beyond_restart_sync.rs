@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use nri_adaptation::{Adaptation, BoxError, RestartPolicy, RuntimeHooks, Synchronizer};
 use nri_api::*;
-use nri_stub::{ConfigureInfo, Context, Plugin, Stub};
+use nri_stub::{ConfigureInfo, Context, Plugin};
 use support::{bounded, container, pod, Env, Restarts};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -147,17 +147,8 @@ impl Plugin for Recorder {
 }
 
 fn plugin_main() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let _ = rt.block_on(async {
-        Stub::builder(Recorder {
-            dir: Mutex::new(None),
-        })
-        .build()?
-        .run()
-        .await
+    support::run_launched_plugin(Recorder {
+        dir: Mutex::new(None),
     });
 }
 
@@ -460,12 +451,7 @@ fn main() {
         plugin_main();
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    support::run_scenarios(async {
         println!("test restarted_plugin_gets_events_of_its_sync ...");
         restarted_plugin_gets_events_of_its_sync().await;
         println!("test without_the_option_they_are_missed ...");

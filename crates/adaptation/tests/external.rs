@@ -163,6 +163,15 @@ impl Plugin for Everything {
     }
 }
 
+/// Enables the default validator, rejecting OCI hook adjustments.
+fn rejecting_hooks(b: nri_adaptation::AdaptationBuilder) -> nri_adaptation::AdaptationBuilder {
+    b.default_validator(nri_validator::DefaultValidatorConfig {
+        enable: true,
+        reject_oci_hook_adjustment: true,
+        ..Default::default()
+    })
+}
+
 fn pod_req() -> Option<PodSandbox> {
     Some(pod("pod0"))
 }
@@ -244,13 +253,7 @@ async fn external_plugin_registers_syncs_and_receives_every_event() {
             .await
             .unwrap();
         assert_eq!(updated.update.len(), 1);
-        let res = updated.update[0]
-            .linux
-            .as_ref()
-            .unwrap()
-            .resources
-            .as_ref()
-            .unwrap();
+        let res = update_resources(&updated.update[0]);
         assert_eq!(res.cpu.as_ref().unwrap().shares.unwrap().value, 42);
         nri.post_update_container(PostUpdateContainerRequest {
             pod: pod_req(),
@@ -471,10 +474,8 @@ impl Plugin for Misbehaving {
 async fn plugin_error_fails_the_call_and_timeouts_drop_the_plugin() {
     let env = Env::new();
     let nri = env
-        .builder()
-        .request_timeout(Duration::from_millis(300))
-        .build();
-    bounded(nri.start()).await.unwrap();
+        .start_with(|b| b.request_timeout(Duration::from_millis(300)))
+        .await;
     let _slow = run_stub(Misbehaving { sleep: true }, "slow", "10", &env.socket());
     wait_plugins(&nri, &["10-slow"]).await;
     let _bad = run_stub(Misbehaving { sleep: false }, "bad", "20", &env.socket());
@@ -641,13 +642,7 @@ impl Plugin for Validator {
 #[tokio::test]
 async fn validators_see_the_merged_result_and_can_reject() {
     let env = Env::new();
-    let cfg = nri_validator::DefaultValidatorConfig {
-        enable: true,
-        reject_oci_hook_adjustment: true,
-        ..Default::default()
-    };
-    let nri = env.builder().default_validator(cfg).build();
-    bounded(nri.start()).await.unwrap();
+    let nri = env.start_with(rejecting_hooks).await;
     wait_plugins(&nri, &["00-default-validator"]).await;
     let log = Log::default();
     let _v = run_stub(Validator(log.clone()), "val", "90", &env.socket());
@@ -729,13 +724,7 @@ impl Plugin for Hooker {
 #[tokio::test]
 async fn default_validator_rejects_hook_injection() {
     let env = Env::new();
-    let cfg = nri_validator::DefaultValidatorConfig {
-        enable: true,
-        reject_oci_hook_adjustment: true,
-        ..Default::default()
-    };
-    let nri = env.builder().default_validator(cfg).build();
-    bounded(nri.start()).await.unwrap();
+    let nri = env.start_with(rejecting_hooks).await;
     let _h = run_stub(Hooker, "hooker", "10", &env.socket());
     wait_plugins(&nri, &["00-default-validator", "10-hooker"]).await;
     let err = bounded(nri.create_container(CreateContainerRequest {

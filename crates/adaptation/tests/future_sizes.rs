@@ -12,33 +12,16 @@
 use std::mem::size_of_val;
 use std::sync::Arc;
 
-use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
-use nri_api::{ContainerEviction, ContainerUpdate};
+use nri_adaptation::Adaptation;
+
+use crate::support::Runtime;
 
 /// The largest future a public method of `Adaptation` may return, in bytes.
 const BOUND: usize = 1024;
 
-struct Runtime;
-
-#[nri_adaptation::async_trait]
-impl RuntimeHooks for Runtime {
-    async fn synchronize(&self, _sync: &mut dyn Synchronizer) -> Result<(), BoxError> {
-        Ok(())
-    }
-
-    async fn update_containers(
-        &self,
-        _plugin: &str,
-        updates: Vec<ContainerUpdate>,
-        _evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError> {
-        Ok(updates)
-    }
-}
-
 #[test]
 fn public_futures_are_small() {
-    let nri = Adaptation::builder("test-runtime", "v1.0.0", Arc::new(Runtime)).build();
+    let nri = Adaptation::builder("test-runtime", "v1.0.0", Arc::new(Runtime::default())).build();
     // The futures are created, measured and dropped, never polled.
     let sizes = [
         ("start", size_of_val(&nri.start())),

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use nri_adaptation::PluginKind;
 use nri_api::*;
-use nri_stub::{ConfigureInfo, Context, CreateContainerResult, Plugin, Stub};
+use nri_stub::{ConfigureInfo, Context, CreateContainerResult, Plugin};
 use support::*;
 
 struct SelfReport {
@@ -62,14 +62,9 @@ impl Plugin for SelfReport {
 }
 
 fn plugin_main() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let plugin = SelfReport {
+    support::run_launched_plugin(SelfReport {
         config: Mutex::new(String::new()),
-    };
-    let _ = rt.block_on(async { Stub::builder(plugin).build()?.run().await });
+    });
 }
 
 fn exe(path: &Path, body: &str) {

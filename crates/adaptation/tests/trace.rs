@@ -6,72 +6,18 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use nri_adaptation::{with_trace_parent, TraceContext};
 use nri_api::*;
-use nri_stub::{Context, CreateContainerResult, Plugin};
+use nri_interop::fixtures::{CapturedLines, Traced};
 use support::*;
 
-/// Event name and trace context, per event received.
-type Seen = Vec<(String, Option<TraceContext>)>;
-
-/// Records the trace context of every event it receives.
-#[derive(Clone, Default)]
-struct Traced(Arc<Mutex<Seen>>);
-
-impl Traced {
-    fn push(&self, event: &str, ctx: &Context) {
-        let trace = ctx.trace_context().cloned();
-        self.0.lock().unwrap().push((event.to_string(), trace));
-    }
-    fn take(&self) -> Seen {
-        std::mem::take(&mut *self.0.lock().unwrap())
-    }
-}
-
-#[nri_stub::plugin]
-impl Plugin for Traced {
-    async fn create_container(
-        &self,
-        ctx: &Context,
-        _pod: &PodSandbox,
-        _ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
-        self.push("CreateContainer", ctx);
-        Ok(CreateContainerResult::default())
-    }
-    async fn start_container(
-        &self,
-        ctx: &Context,
-        _pod: &PodSandbox,
-        _ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
-        self.push("StartContainer", ctx);
-        Ok(())
-    }
-    async fn validate_container_adjustment(
-        &self,
-        ctx: &Context,
-        _req: &ValidateContainerAdjustmentRequest,
-    ) -> nri_stub::HandlerResult<()> {
-        self.push("ValidateContainerAdjustment", ctx);
-        Ok(())
-    }
-}
-
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Records the trace context of the events it receives.
+fn traced() -> Traced {
+    Traced::new(EventMask::from_events(&[
+        Event::CreateContainer,
+        Event::StartContainer,
+        Event::ValidateContainerAdjustment,
+    ]))
 }
 
 fn create() -> CreateContainerRequest {
@@ -88,7 +34,7 @@ async fn plugin_calls_continue_the_runtime_trace() {
     {
         let env = Env::new();
         let nri = env.start().await;
-        let plugin = Traced::default();
+        let plugin = traced();
         let _stub = run_stub(plugin.clone(), "traced", "10", &env.socket());
         wait_plugins(&nri, &["10-traced"]).await;
         unrecorded_runtime_sends_only_a_given_trace(&nri, &plugin).await;
@@ -96,18 +42,12 @@ async fn plugin_calls_continue_the_runtime_trace() {
     }
 
     // Then one whose spans are recorded.
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let lines = CapturedLines::default();
+    let _guard = tracing::subscriber::set_default(lines.subscriber());
 
     let env = Env::new();
     let nri = env.start().await;
-    let plugin = Traced::default();
+    let plugin = traced();
     let _stub = run_stub(plugin.clone(), "traced", "10", &env.socket());
     wait_plugins(&nri, &["10-traced"]).await;
 
@@ -167,7 +107,7 @@ async fn plugin_calls_continue_the_runtime_trace() {
 
     // The spans: one nri.request per runtime request, one nri.plugin_call per call,
     // with the fields and the outcome.
-    let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let log = lines.text();
     let closed = |name: &str| -> Vec<String> {
         log.lines()
             .filter(|l| l.contains(&format!("{name}{{")) && l.contains("close"))

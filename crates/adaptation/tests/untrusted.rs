@@ -258,12 +258,6 @@ fn large_replies_merge() {
     stop.apply("00-a", StopContainerResponse { update: updates })
         .unwrap();
     let response = stop.into_response();
-    let res = response.update[0]
-        .linux
-        .as_ref()
-        .unwrap()
-        .resources
-        .as_ref()
-        .unwrap();
+    let res = crate::support::update_resources(&response.update[0]);
     assert_eq!(res.hugepage_limits.len(), N);
 }

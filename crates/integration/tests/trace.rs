@@ -3,59 +3,18 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
-
 use nri_api::*;
 use nri_integration::{with_trace_parent, TraceContext};
-use nri_stub::{Context, CreateContainerResult, Plugin};
+use nri_interop::fixtures::Traced;
 use support::*;
 
-/// Event name and trace context, per event received.
-type Seen = Vec<(String, Option<TraceContext>)>;
-
-/// Records the trace context of every event it receives.
-#[derive(Clone, Default)]
-struct Traced(Arc<Mutex<Seen>>);
-
-impl Traced {
-    fn push(&self, event: &str, ctx: &Context) {
-        let trace = ctx.trace_context().cloned();
-        self.0.lock().unwrap().push((event.to_string(), trace));
-    }
-    fn take(&self) -> Seen {
-        std::mem::take(&mut *self.0.lock().unwrap())
-    }
-}
-
-#[nri_stub::plugin]
-impl Plugin for Traced {
-    async fn create_container(
-        &self,
-        ctx: &Context,
-        _pod: &PodSandbox,
-        _ctr: &Container,
-    ) -> nri_stub::HandlerResult<CreateContainerResult> {
-        self.push("CreateContainer", ctx);
-        Ok(CreateContainerResult::default())
-    }
-    async fn stop_container(
-        &self,
-        ctx: &Context,
-        _pod: &PodSandbox,
-        _ctr: &Container,
-    ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
-        self.push("StopContainer", ctx);
-        Ok(Vec::new())
-    }
-    async fn remove_container(
-        &self,
-        ctx: &Context,
-        _pod: &PodSandbox,
-        _ctr: &Container,
-    ) -> nri_stub::HandlerResult<()> {
-        self.push("RemoveContainer", ctx);
-        Ok(())
-    }
+/// Records the trace context of the events it receives.
+fn traced() -> Traced {
+    Traced::new(EventMask::from_events(&[
+        Event::CreateContainer,
+        Event::StopContainer,
+        Event::RemoveContainer,
+    ]))
 }
 
 #[tokio::test]
@@ -63,7 +22,7 @@ async fn lifecycle_calls_continue_the_runtime_trace() {
     let env = Env::new();
     let domain = TestDomain::new("ns").with("pod0", &[]);
     let nri = env.start(&[domain]).await;
-    let plugin = Traced::default();
+    let plugin = traced();
     let _p = run_stub(plugin.clone(), "traced", "10", &env.socket());
     wait_plugins(&nri, &["10-traced"]).await;
     let (p0, c1) = (pod("pod0"), container("ctr1", "pod0"));

@@ -130,12 +130,7 @@ fn run_stub<P: nri_stub::Plugin>(
     idx: &str,
     socket: &std::path::Path,
 ) -> tokio::task::JoinHandle<Result<(), nri_stub::Error>> {
-    let stub = nri_stub::Stub::builder(plugin)
-        .name(name)
-        .index(idx)
-        .socket_path(socket)
-        .build()
-        .unwrap();
+    let stub = nri_interop::fixtures::stub_on(plugin, name, idx, socket);
     tokio::spawn(async move { stub.run().await })
 }
 
@@ -306,7 +301,11 @@ fn cost_per_plugin_call() {
         let p = &plugins[i % plugins.len()];
         m.record_plugin_latency(p, "CreateContainer", Duration::from_micros(80));
         m.record_plugin_invocation(p, "CreateContainer", None);
-        m.record_plugin_adjustments(p, "CreateContainer", Some(&adjust), 0, 0);
+        let asked = nri_adaptation::AskedFor {
+            adjust: Some(&adjust),
+            ..Default::default()
+        };
+        m.record_plugin_adjustments(p, "CreateContainer", asked);
     }
     let per_call = start.elapsed() / n as u32;
     assert_eq!(

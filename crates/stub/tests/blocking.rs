@@ -69,13 +69,7 @@ impl<const EVENTS: i32> Plugin for Recorder<EVENTS> {
         pods: &[PodSandbox],
         containers: &[Container],
     ) -> HandlerResult<Vec<ContainerUpdate>> {
-        let pods: Vec<_> = pods.iter().map(|p| p.id.as_str()).collect();
-        let ctrs: Vec<_> = containers.iter().map(|c| c.id.as_str()).collect();
-        self.record(format!(
-            "synchronize pods={} ctrs={}",
-            pods.join(","),
-            ctrs.join(",")
-        ));
+        self.record(synchronize_call(pods, containers));
         Ok(vec![ContainerUpdate::for_container("synced")])
     }
 
@@ -277,11 +271,7 @@ async fn blocking_full_session() {
     let reply = rt.configure().await.unwrap();
     assert_eq!(reply.events, EventMask::VALID_EVENTS.raw());
     let info = plugin.configured.lock().unwrap().clone().unwrap();
-    assert_eq!(info.config, "some: config");
-    assert_eq!(info.runtime.name, "containerd");
-    assert_eq!(info.runtime.nri_version.as_deref(), Some("v0.12.2"));
-    assert_eq!(info.runtime.registration_timeout.as_millis(), 7000);
-    assert_eq!(info.runtime.request_timeout.as_millis(), 3000);
+    assert_configured(&info);
 
     // A split Synchronize: one handler call with everything, at the end.
     let chunks = [
@@ -293,179 +283,29 @@ async fn blocking_full_session() {
         (vec![pod("p3")], vec![container("c2", "p1")], true),
         (vec![], vec![container("c3", "p3")], false),
     ];
-    for (i, (pods, containers, more)) in chunks.into_iter().enumerate() {
-        let reply: SynchronizeResponse = rt
-            .call(
-                method::SYNCHRONIZE,
-                &SynchronizeRequest {
-                    pods,
-                    containers,
-                    more,
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(reply.more, more, "chunk {i}");
-        if more {
-            assert!(
-                plugin.take_calls().is_empty(),
-                "handler called early at chunk {i}"
-            );
-        } else {
-            assert_eq!(reply.update, vec![ContainerUpdate::for_container("synced")]);
-        }
-    }
+    rt.synchronize_chunks(chunks, || plugin.take_calls()).await;
     assert_eq!(
         plugin.take_calls(),
         vec!["synchronize pods=p1,p2,p3 ctrs=c1,c2,c3"]
     );
 
     let p = || Some(pod("pod"));
-    let c = || Some(container("ctr", "pod"));
-    let res = |v: u64| {
-        Some(LinuxResources {
-            cpu: Some(LinuxCpu {
-                shares: Some(OptionalUInt64 { value: v }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-    };
-    let _: RunPodSandboxResponse = rt
-        .call(method::RUN_POD_SANDBOX, &RunPodSandboxRequest { pod: p() })
-        .await
-        .unwrap();
-    let _: UpdatePodSandboxResponse = rt
-        .call(
-            method::UPDATE_POD_SANDBOX,
-            &UpdatePodSandboxRequest {
-                pod: p(),
-                overhead_linux_resources: res(10),
-                linux_resources: res(512),
-            },
-        )
-        .await
-        .unwrap();
-    let _: PostUpdatePodSandboxResponse = rt
-        .call(
-            method::POST_UPDATE_POD_SANDBOX,
-            &PostUpdatePodSandboxRequest { pod: p() },
-        )
-        .await
-        .unwrap();
-    let _: StopPodSandboxResponse = rt
-        .call(
-            method::STOP_POD_SANDBOX,
-            &StopPodSandboxRequest { pod: p() },
-        )
-        .await
-        .unwrap();
-    let _: RemovePodSandboxResponse = rt
-        .call(
-            method::REMOVE_POD_SANDBOX,
-            &RemovePodSandboxRequest { pod: p() },
-        )
-        .await
-        .unwrap();
-    let created: CreateContainerResponse = rt
-        .call(
-            method::CREATE_CONTAINER,
-            &CreateContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let adjust = created.adjust.unwrap();
-    assert_eq!(
-        adjust.annotations.get("recorder").map(String::as_str),
-        Some("ctr")
-    );
-    assert_eq!(
-        created.update,
-        vec![ContainerUpdate::for_container("other")]
-    );
-    assert_eq!(created.evict[0].container_id, "victim");
-    let _: PostCreateContainerResponse = rt
-        .call(
-            method::POST_CREATE_CONTAINER,
-            &PostCreateContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let _: StartContainerResponse = rt
-        .call(
-            method::START_CONTAINER,
-            &StartContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let _: PostStartContainerResponse = rt
-        .call(
-            method::POST_START_CONTAINER,
-            &PostStartContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let updated: UpdateContainerResponse = rt
-        .call(
-            method::UPDATE_CONTAINER,
-            &UpdateContainerRequest {
-                pod: p(),
-                container: c(),
-                linux_resources: res(256),
-            },
-        )
-        .await
-        .unwrap();
+    let ContainerReplies {
+        created,
+        updated,
+        stopped,
+    } = rt
+        .lifecycle_events(&pod("pod"), &container("ctr", "pod"), 256)
+        .await;
+    assert_recorder_created(created);
     assert_eq!(
         updated.update,
         vec![ContainerUpdate::for_container("updated")]
     );
-    let _: PostUpdateContainerResponse = rt
-        .call(
-            method::POST_UPDATE_CONTAINER,
-            &PostUpdateContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let stopped: StopContainerResponse = rt
-        .call(
-            method::STOP_CONTAINER,
-            &StopContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
     assert_eq!(
         stopped.update,
         vec![ContainerUpdate::for_container("stopped")]
     );
-    let _: RemoveContainerResponse = rt
-        .call(
-            method::REMOVE_CONTAINER,
-            &RemoveContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
     assert_eq!(
         plugin.take_calls(),
         vec![

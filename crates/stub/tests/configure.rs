@@ -169,16 +169,7 @@ async fn configure_after<P: Plugin>(
     Result<ConfigureResponse, nri_ttrpc::Error>,
     Option<Result<(), Error>>,
 ) {
-    let (plugin_end, runtime_end) = socket_pair();
-    let mut rt = FakeRuntime::new(runtime_end, registration);
-    let stub = Stub::builder(plugin)
-        .name("cfg")
-        .index("05")
-        .connection(plugin_end)
-        .build()
-        .unwrap();
-    let run = tokio::spawn(async move { stub.run().await });
-    rt.registration().await;
+    let (run, rt, _) = run_registered(plugin, "cfg", "05", registration).await;
     let reply = rt.call(method::CONFIGURE, &req).await;
     let outcome = if reply.is_err() {
         // Like a real runtime, drop a plugin that failed Configure; the run still ends

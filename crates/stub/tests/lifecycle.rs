@@ -12,16 +12,6 @@ use nri_stub::{Stub, PLUGIN_NRI_VERSION};
 use support::recorder::Recorder;
 use support::*;
 
-fn resources(shares: u64) -> Option<LinuxResources> {
-    Some(LinuxResources {
-        cpu: Some(LinuxCpu {
-            shares: Some(OptionalUInt64 { value: shares }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
-}
-
 /// Starts a stub for `plugin` on a socket pair; returns the running stub task and the
 /// runtime side, after registration.
 async fn start(
@@ -30,16 +20,7 @@ async fn start(
     tokio::task::JoinHandle<Result<(), nri_stub::Error>>,
     FakeRuntime,
 ) {
-    let (plugin_end, runtime_end) = socket_pair();
-    let mut runtime = FakeRuntime::new(runtime_end, Registration::Accept);
-    let stub = Stub::builder(plugin)
-        .name("recorder")
-        .index("42")
-        .connection(plugin_end)
-        .build()
-        .unwrap();
-    let run = tokio::spawn(async move { stub.run().await });
-    let reg = runtime.registration().await;
+    let (run, runtime, reg) = run_registered(plugin, "recorder", "42", Registration::Accept).await;
     assert_eq!(reg.plugin_name, "recorder");
     assert_eq!(reg.plugin_idx, "42");
     assert_eq!(reg.nri_version, PLUGIN_NRI_VERSION);
@@ -57,13 +38,9 @@ async fn full_session() {
     assert_eq!(reply.failure_policy, None);
     let (name, info) = plugin.configured.lock().unwrap().clone().unwrap();
     assert_eq!(name, "42-recorder");
-    assert_eq!(info.config, "some: config");
-    assert_eq!(info.runtime.name, "containerd");
+    assert_configured(&info);
     assert_eq!(info.runtime.version, "v2.2.0");
-    assert_eq!(info.runtime.nri_version.as_deref(), Some("v0.12.2"));
     assert!(!info.runtime.nri_version_inferred);
-    assert_eq!(info.runtime.registration_timeout.as_millis(), 7000);
-    assert_eq!(info.runtime.request_timeout.as_millis(), 3000);
 
     // Split synchronize in three chunks: one handler call with everything.
     let chunks = [
@@ -79,29 +56,7 @@ async fn full_session() {
         ),
         (vec![], vec![container("c4", "p3")], false),
     ];
-    for (i, (pods, containers, more)) in chunks.into_iter().enumerate() {
-        let reply: SynchronizeResponse = rt
-            .call(
-                method::SYNCHRONIZE,
-                &SynchronizeRequest {
-                    pods,
-                    containers,
-                    more,
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(reply.more, more, "chunk {i}");
-        if more {
-            assert!(reply.update.is_empty(), "chunk {i}");
-            assert!(
-                plugin.take_calls().is_empty(),
-                "handler called early at chunk {i}"
-            );
-        } else {
-            assert_eq!(reply.update, vec![ContainerUpdate::for_container("synced")]);
-        }
-    }
+    rt.synchronize_chunks(chunks, || plugin.take_calls()).await;
     assert_eq!(
         plugin.take_calls(),
         vec!["synchronize pods=p1,p2,p3 ctrs=c1,c2,c3,c4"]
@@ -110,64 +65,14 @@ async fn full_session() {
     // Every event through its dedicated RPC.
     let p = || Some(pod("pod"));
     let c = || Some(container("ctr", "pod"));
-    let _: RunPodSandboxResponse = rt
-        .call(method::RUN_POD_SANDBOX, &RunPodSandboxRequest { pod: p() })
-        .await
-        .unwrap();
-    let _: UpdatePodSandboxResponse = rt
-        .call(
-            method::UPDATE_POD_SANDBOX,
-            &UpdatePodSandboxRequest {
-                pod: p(),
-                overhead_linux_resources: resources(10),
-                linux_resources: resources(512),
-            },
-        )
-        .await
-        .unwrap();
-    let _: PostUpdatePodSandboxResponse = rt
-        .call(
-            method::POST_UPDATE_POD_SANDBOX,
-            &PostUpdatePodSandboxRequest { pod: p() },
-        )
-        .await
-        .unwrap();
-    let _: StopPodSandboxResponse = rt
-        .call(
-            method::STOP_POD_SANDBOX,
-            &StopPodSandboxRequest { pod: p() },
-        )
-        .await
-        .unwrap();
-    let _: RemovePodSandboxResponse = rt
-        .call(
-            method::REMOVE_POD_SANDBOX,
-            &RemovePodSandboxRequest { pod: p() },
-        )
-        .await
-        .unwrap();
-
-    let created: CreateContainerResponse = rt
-        .call(
-            method::CREATE_CONTAINER,
-            &CreateContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let adjust = created.adjust.unwrap();
-    assert_eq!(
-        adjust.annotations.get("recorder").map(String::as_str),
-        Some("ctr")
-    );
-    assert_eq!(
-        created.update,
-        vec![ContainerUpdate::for_container("other")]
-    );
-    assert_eq!(created.evict.len(), 1);
-    assert_eq!(created.evict[0].container_id, "victim");
+    let ContainerReplies {
+        created,
+        updated,
+        stopped,
+    } = rt
+        .lifecycle_events(&pod("pod"), &container("ctr", "pod"), 2048)
+        .await;
+    assert_recorder_created(created);
     // The unsolicited update the handler sent on the way.
     let unsolicited = rt.update_request().await;
     let ids: Vec<_> = unsolicited
@@ -178,82 +83,11 @@ async fn full_session() {
     assert_eq!(ids, vec!["ctr-ok", FAILING_CONTAINER]);
     assert_eq!(unsolicited.evict[0].container_id, "ctr-evicted");
 
-    let _: PostCreateContainerResponse = rt
-        .call(
-            method::POST_CREATE_CONTAINER,
-            &PostCreateContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let _: StartContainerResponse = rt
-        .call(
-            method::START_CONTAINER,
-            &StartContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let _: PostStartContainerResponse = rt
-        .call(
-            method::POST_START_CONTAINER,
-            &PostStartContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let updated: UpdateContainerResponse = rt
-        .call(
-            method::UPDATE_CONTAINER,
-            &UpdateContainerRequest {
-                pod: p(),
-                container: c(),
-                linux_resources: resources(2048),
-            },
-        )
-        .await
-        .unwrap();
     assert_eq!(updated.update, vec![ContainerUpdate::for_container("ctr")]);
-    let _: PostUpdateContainerResponse = rt
-        .call(
-            method::POST_UPDATE_CONTAINER,
-            &PostUpdateContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
-    let stopped: StopContainerResponse = rt
-        .call(
-            method::STOP_CONTAINER,
-            &StopContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
     assert_eq!(
         stopped.update,
         vec![ContainerUpdate::for_container("after-stop")]
     );
-    let _: RemoveContainerResponse = rt
-        .call(
-            method::REMOVE_CONTAINER,
-            &RemoveContainerRequest {
-                pod: p(),
-                container: c(),
-            },
-        )
-        .await
-        .unwrap();
     let valid: ValidateContainerAdjustmentResponse = rt
         .call(
             method::VALIDATE_CONTAINER_ADJUSTMENT,

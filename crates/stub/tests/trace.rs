@@ -4,12 +4,12 @@
 
 mod support;
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use nri_api::service::{plugin as method, PLUGIN_SERVICE};
 use nri_api::*;
-use nri_stub::{ConfigureInfo, Context, CreateContainerResult, Plugin, Stub, TraceContext};
+use nri_interop::fixtures::CapturedLines;
+use nri_stub::{ConfigureInfo, Context, CreateContainerResult, Plugin, TraceContext};
 use support::*;
 
 /// What each handler saw: the container id (or "configure") and the trace context.
@@ -48,20 +48,6 @@ impl Plugin for Tracer {
     }
 }
 
-/// Log lines, shared with the subscriber.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn create(ctr: &str) -> CreateContainerRequest {
     CreateContainerRequest {
         pod: Some(pod("pod0")),
@@ -71,26 +57,11 @@ fn create(ctr: &str) -> CreateContainerRequest {
 
 #[tokio::test]
 async fn handler_sees_the_runtime_trace_context_and_spans_record_it() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let lines = CapturedLines::default();
+    let _guard = tracing::subscriber::set_default(lines.subscriber());
 
     let plugin = Tracer::default();
-    let (plugin_end, runtime_end) = socket_pair();
-    let mut rt = FakeRuntime::new(runtime_end, Registration::Accept);
-    let stub = Stub::builder(plugin.clone())
-        .name("tracer")
-        .index("05")
-        .connection(plugin_end)
-        .build()
-        .unwrap();
-    let run = tokio::spawn(async move { stub.run().await });
-    rt.registration().await;
+    let (run, rt, _) = run_registered(plugin.clone(), "tracer", "05", Registration::Accept).await;
 
     let parent = TraceContext::parse(
         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
@@ -155,7 +126,7 @@ async fn handler_sees_the_runtime_trace_context_and_spans_record_it() {
     rt.disappear();
     let _ = run.await;
 
-    let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let log = lines.text();
     let span_lines: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("nri.plugin_request"))

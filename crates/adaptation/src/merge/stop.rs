@@ -71,6 +71,7 @@ mod tests {
     use nri_api::{ContainerUpdate, StopContainerResponse};
 
     use super::StopResult;
+    use crate::merge::testutil::resources;
 
     fn reply(u: ContainerUpdate) -> StopContainerResponse {
         StopContainerResponse { update: vec![u] }
@@ -95,13 +96,7 @@ mod tests {
             .map(|u| u.container_id.as_str())
             .collect();
         assert_eq!(ids, ["stopping", "other"]);
-        let res = response.update[0]
-            .linux
-            .as_ref()
-            .unwrap()
-            .resources
-            .as_ref()
-            .unwrap();
+        let res = resources(&response.update[0]);
         assert_eq!(res.cpu.as_ref().unwrap().shares.unwrap().value, 1);
         assert_eq!(res.memory.as_ref().unwrap().limit.unwrap().value, 3);
     }

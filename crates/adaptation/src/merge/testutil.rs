@@ -2,7 +2,7 @@
 
 use nri_api::{
     Container, ContainerAdjustment, ContainerUpdate, CreateContainerRequest,
-    CreateContainerResponse,
+    CreateContainerResponse, LinuxResources,
 };
 
 use super::CreateResult;
@@ -67,4 +67,9 @@ pub(super) fn conflict(plugins: Vec<(&str, CreateContainerResponse)>) -> String 
 /// The request container as the next plugin sees it.
 pub(super) fn container(result: &CreateResult) -> &Container {
     result.request().container.as_ref().unwrap()
+}
+
+/// The Linux resources an update carries; panics if it has none.
+pub(super) fn resources(u: &ContainerUpdate) -> &LinuxResources {
+    u.linux.as_ref().unwrap().resources.as_ref().unwrap()
 }

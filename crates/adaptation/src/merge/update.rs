@@ -175,6 +175,7 @@ mod tests {
     };
 
     use super::UpdateResult;
+    use crate::merge::testutil::resources;
 
     const TARGET: &str = "ctr0";
 
@@ -231,10 +232,6 @@ mod tests {
             .set_linux_cpuset_cpus("0-1")
             .set_linux_cpuset_mems("2-3");
         u
-    }
-
-    fn resources(u: &ContainerUpdate) -> &LinuxResources {
-        u.linux.as_ref().unwrap().resources.as_ref().unwrap()
     }
 
     #[test]

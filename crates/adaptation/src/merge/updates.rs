@@ -200,13 +200,9 @@ impl UpdateSet {
 
 #[cfg(test)]
 mod tests {
-    use nri_api::{ContainerUpdate, Field, LinuxDeviceCgroup, LinuxResources};
+    use nri_api::{ContainerUpdate, Field, LinuxDeviceCgroup};
 
     use crate::merge::testutil::{self, *};
-
-    fn resources(u: &ContainerUpdate) -> &LinuxResources {
-        u.linux.as_ref().unwrap().resources.as_ref().unwrap()
-    }
 
     fn upd(id: &str, build: impl FnOnce(&mut ContainerUpdate)) -> ContainerUpdate {
         let mut u = ContainerUpdate::for_container(id);

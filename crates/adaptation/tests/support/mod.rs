@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nri_adaptation::{Adaptation, AdaptationBuilder, BoxError, RuntimeHooks, Synchronizer};
-use nri_api::{Container, ContainerEviction, ContainerUpdate, PodSandbox};
+use nri_api::{Container, ContainerEviction, ContainerUpdate, LinuxResources, PodSandbox};
+#[allow(unused_imports)]
+pub use nri_interop::fixtures::{container, pod, stub_on, Log};
 use tokio::task::JoinHandle;
 
 /// Bound on every wait, so a bug shows as a failure, not a hang.
@@ -108,7 +110,15 @@ impl Env {
     }
 
     pub async fn start(&self) -> Adaptation {
-        let nri = self.builder().build();
+        self.start_with(|b| b).await
+    }
+
+    /// Starts an adaptation built from [`Env::builder`] as `configure` changes it.
+    pub async fn start_with(
+        &self,
+        configure: impl FnOnce(AdaptationBuilder) -> AdaptationBuilder,
+    ) -> Adaptation {
+        let nri = configure(self.builder()).build();
         bounded(nri.start()).await.unwrap();
         nri
     }
@@ -128,12 +138,7 @@ pub fn run_stub<P: nri_stub::Plugin>(
     idx: &str,
     socket: &Path,
 ) -> JoinHandle<Result<(), nri_stub::Error>> {
-    let stub = nri_stub::Stub::builder(plugin)
-        .name(name)
-        .index(idx)
-        .socket_path(socket)
-        .build()
-        .unwrap();
+    let stub = stub_on(plugin, name, idx, socket);
     tokio::spawn(async move { stub.run().await })
 }
 
@@ -155,37 +160,31 @@ pub async fn wait_plugins(nri: &Adaptation, names: &[&str]) {
     .await
 }
 
-/// A shared list of strings plugins append to.
-#[derive(Clone, Default)]
-pub struct Log(pub Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    pub fn push(&self, s: impl Into<String>) {
-        self.0.lock().unwrap().push(s.into());
-    }
-    pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap())
-    }
-    pub fn get(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
+/// The Linux resources an update carries; panics if it has none.
+pub fn update_resources(u: &ContainerUpdate) -> &LinuxResources {
+    u.linux.as_ref().unwrap().resources.as_ref().unwrap()
 }
 
-pub fn pod(id: &str) -> PodSandbox {
-    PodSandbox {
-        id: id.into(),
-        name: format!("{id}-name"),
-        ..Default::default()
-    }
+/// The plugin side of a self-launching test binary: runs `plugin` on the
+/// connection the adaptation handed over, on a single-threaded runtime,
+/// until that connection ends.
+pub fn run_launched_plugin<P: nri_stub::Plugin>(plugin: P) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _ = rt.block_on(async { nri_stub::Stub::builder(plugin).build()?.run().await });
 }
 
-pub fn container(id: &str, pod: &str) -> Container {
-    Container {
-        id: id.into(),
-        pod_sandbox_id: pod.into(),
-        name: format!("{id}-name"),
-        ..Default::default()
-    }
+/// The test side of a self-launching test binary: runs `scenarios` on a
+/// runtime with two worker threads.
+pub fn run_scenarios<F: Future>(scenarios: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(scenarios)
 }
 
 impl Env {

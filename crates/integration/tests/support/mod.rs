@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use nri_api::*;
 use nri_integration::{BoxError, Config, Domain, Nri};
+pub use nri_interop::fixtures::{container, pod, stub_on, Log};
 use nri_stub::{Context, CreateContainerResult, Plugin, RuntimeHandle};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -35,33 +36,6 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     })
     .await;
     assert!(ok.is_ok(), "timed out waiting for: {what}");
-}
-
-/// A shared list of strings plugins append to.
-#[derive(Clone, Default)]
-pub struct Log(pub Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    pub fn push(&self, s: impl Into<String>) {
-        self.0.lock().unwrap().push(s.into());
-    }
-    pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap())
-    }
-    pub fn get(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-    pub fn count(&self, entry: &str) -> usize {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| *e == entry)
-            .count()
-    }
-    pub fn has(&self, entry: &str) -> bool {
-        self.count(entry) > 0
-    }
 }
 
 /// A runtime namespace kept in memory; records updates and evictions.
@@ -335,12 +309,7 @@ pub fn run_stub<P: Plugin>(
     idx: &str,
     socket: &Path,
 ) -> (JoinHandle<()>, RuntimeHandle) {
-    let stub = nri_stub::Stub::builder(plugin)
-        .name(name)
-        .index(idx)
-        .socket_path(socket)
-        .build()
-        .unwrap();
+    let stub = stub_on(plugin, name, idx, socket);
     let handle = stub.runtime_handle();
     let task = tokio::spawn(async move {
         let _ = stub.run().await;
@@ -356,12 +325,7 @@ pub fn run_reconnecting<P: Plugin>(
     idx: &str,
     socket: &Path,
 ) -> (JoinHandle<()>, RuntimeHandle) {
-    let stub = nri_stub::Stub::builder(plugin)
-        .name(name)
-        .index(idx)
-        .socket_path(socket)
-        .build()
-        .unwrap();
+    let stub = stub_on(plugin, name, idx, socket);
     let handle = stub.runtime_handle();
     let task = tokio::spawn(async move {
         loop {
@@ -383,23 +347,6 @@ pub async fn wait_plugins(nri: &Nri, names: &[&str]) {
         have == names
     })
     .await;
-}
-
-pub fn pod(id: &str) -> PodSandbox {
-    PodSandbox {
-        id: id.into(),
-        name: format!("{id}-name"),
-        ..Default::default()
-    }
-}
-
-pub fn container(id: &str, pod: &str) -> Container {
-    Container {
-        id: id.into(),
-        pod_sandbox_id: pod.into(),
-        name: format!("{id}-name"),
-        ..Default::default()
-    }
 }
 
 pub fn update(id: &str, ignore_failure: bool) -> ContainerUpdate {

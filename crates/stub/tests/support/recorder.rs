@@ -51,13 +51,7 @@ impl Plugin for Recorder {
         pods: &[PodSandbox],
         containers: &[Container],
     ) -> nri_stub::HandlerResult<Vec<ContainerUpdate>> {
-        let pods: Vec<_> = pods.iter().map(|p| p.id.as_str()).collect();
-        let ctrs: Vec<_> = containers.iter().map(|c| c.id.as_str()).collect();
-        self.record(format!(
-            "synchronize pods={} ctrs={}",
-            pods.join(","),
-            ctrs.join(",")
-        ));
+        self.record(super::synchronize_call(pods, containers));
         Ok(vec![ContainerUpdate::for_container("synced")])
     }
 
