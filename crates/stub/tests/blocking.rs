@@ -514,15 +514,20 @@ async fn blocking_registration_refused_or_unanswered() {
     ));
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn blocking_oversized_frame_ends_the_run_with_a_protocol_error() {
-    let (plugin_end, mut runtime_end) = std::os::unix::net::UnixStream::pair().unwrap();
-    let mut stub = Stub::builder(Full::default())
+/// A blocking `Full` stub, `43-blocker`, on the given connection.
+fn blocker_on(plugin_end: std::os::unix::net::UnixStream) -> Stub<Full> {
+    Stub::builder(Full::default())
         .name("blocker")
         .index("43")
         .connection(plugin_end)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn blocking_oversized_frame_ends_the_run_with_a_protocol_error() {
+    let (plugin_end, mut runtime_end) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut stub = blocker_on(plugin_end);
     let run = tokio::task::spawn_blocking(move || stub.run());
     // A frame header announcing more than any ttRPC message may hold.
     let mut header = 1u32.to_be_bytes().to_vec();
@@ -538,12 +543,7 @@ async fn blocking_oversized_frame_ends_the_run_with_a_protocol_error() {
 async fn blocking_given_connection_serves_one_run() {
     let (plugin_end, runtime_end) = pair();
     let rt = FakeRuntime::new(runtime_end, Registration::Accept);
-    let mut stub = Stub::builder(Full::default())
-        .name("blocker")
-        .index("43")
-        .connection(plugin_end)
-        .build()
-        .unwrap();
+    let mut stub = blocker_on(plugin_end);
     rt.disappear();
     let (stub, first) = tokio::task::spawn_blocking(move || {
         let first = stub.run();

@@ -59,15 +59,18 @@ fn frame_sizes() -> (usize, usize) {
     )
 }
 
-async fn bench_ttrpc(iters: usize) -> Vec<Duration> {
-    let (a, b) = UnixStream::pair().expect("socketpair");
+/// A server answering `SERVICE`/`METHOD` with the request's payload.
+fn echo_server() -> Server {
     let mut server = Server::new();
     server.register(SERVICE, METHOD, |_ctx, payload: Vec<u8>| {
         Box::pin(async move { Ok::<_, Status>(payload) }) as BoxFuture<'static, _>
     });
-    tokio::spawn(Arc::new(server).serve(b));
-    let client = Client::new(a);
+    server
+}
 
+/// Times `iters` echo calls of `PAYLOAD_LEN` bytes on `client`, after a
+/// tenth as many to warm up.
+async fn echo_samples(client: &Client, iters: usize) -> Vec<Duration> {
     let payload = vec![7u8; PAYLOAD_LEN];
     for _ in 0..iters / 10 {
         let _ = client.call(SERVICE, METHOD, payload.clone(), None).await;
@@ -80,6 +83,15 @@ async fn bench_ttrpc(iters: usize) -> Vec<Duration> {
         samples.push(start.elapsed());
         assert_eq!(reply.len(), PAYLOAD_LEN);
     }
+    samples
+}
+
+async fn bench_ttrpc(iters: usize) -> Vec<Duration> {
+    let (a, b) = UnixStream::pair().expect("socketpair");
+    let server = echo_server();
+    tokio::spawn(Arc::new(server).serve(b));
+    let client = Client::new(a);
+    let samples = echo_samples(&client, iters).await;
     client.close();
     samples
 }
@@ -91,25 +103,11 @@ async fn bench_ttrpc_over_mux(iters: usize) -> Vec<Duration> {
     let (a, b) = UnixStream::pair().expect("socketpair");
     let client_mux = Mux::new(a, MuxOptions::default());
     let server_mux = Mux::new(b, MuxOptions::default());
-    let mut server = Server::new();
-    server.register(SERVICE, METHOD, |_ctx, payload: Vec<u8>| {
-        Box::pin(async move { Ok::<_, Status>(payload) }) as BoxFuture<'static, _>
-    });
+    let server = echo_server();
     let server_conn = server_mux.open(PLUGIN_SERVICE_CONN).expect("open");
     tokio::spawn(Arc::new(server).serve(server_conn));
     let client = Client::new(client_mux.open(PLUGIN_SERVICE_CONN).expect("open"));
-    let payload = vec![7u8; PAYLOAD_LEN];
-    for _ in 0..iters / 10 {
-        let _ = client.call(SERVICE, METHOD, payload.clone(), None).await;
-    }
-    let mut samples = Vec::with_capacity(iters);
-    for _ in 0..iters {
-        let p = payload.clone();
-        let start = Instant::now();
-        let reply = client.call(SERVICE, METHOD, p, None).await.expect("call");
-        samples.push(start.elapsed());
-        assert_eq!(reply.len(), PAYLOAD_LEN);
-    }
+    let samples = echo_samples(&client, iters).await;
     client.close();
     client_mux.close();
     server_mux.close();

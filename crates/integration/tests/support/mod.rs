@@ -309,12 +309,7 @@ pub fn run_stub<P: Plugin>(
     idx: &str,
     socket: &Path,
 ) -> (JoinHandle<()>, RuntimeHandle) {
-    let stub = stub_on(plugin, name, idx, socket);
-    let handle = stub.runtime_handle();
-    let task = tokio::spawn(async move {
-        let _ = stub.run().await;
-    });
-    (task, handle)
+    spawn_stub(stub_on(plugin, name, idx, socket), false)
 }
 
 /// Like [`run_stub`], but connects again whenever the runtime goes away
@@ -325,11 +320,19 @@ pub fn run_reconnecting<P: Plugin>(
     idx: &str,
     socket: &Path,
 ) -> (JoinHandle<()>, RuntimeHandle) {
-    let stub = stub_on(plugin, name, idx, socket);
+    spawn_stub(stub_on(plugin, name, idx, socket), true)
+}
+
+/// Runs `stub` in the background, once or, with `reconnect`, again whenever
+/// a run ends; returns its task and its handle for unsolicited updates.
+fn spawn_stub(stub: nri_stub::Stub, reconnect: bool) -> (JoinHandle<()>, RuntimeHandle) {
     let handle = stub.runtime_handle();
     let task = tokio::spawn(async move {
         loop {
             let _ = stub.run().await;
+            if !reconnect {
+                return;
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     });
