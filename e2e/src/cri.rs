@@ -524,40 +524,7 @@ impl Crictl {
     /// Reads a cgroup v1 file of a container (`controller`, e.g. `cpu`, and
     /// file, e.g. `cpu.shares`) through its init process's cgroup.
     pub fn cgroup_file(&self, id: &str, controller: &str, file: &str) -> Result<String> {
-        let pid = self.pid(id)?;
-        let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup"))
-            .map_err(|e| E2eError::io(format!("read /proc/{pid}/cgroup"), e))?;
-        let path = cgroups
-            .lines()
-            .find_map(|l| {
-                let mut parts = l.splitn(3, ':');
-                let _ = parts.next()?;
-                let controllers = parts.next()?;
-                let path = parts.next()?;
-                controllers
-                    .split(',')
-                    .any(|c| c == controller)
-                    .then(|| path.to_owned())
-            })
-            .ok_or_else(|| {
-                E2eError::Unsupported(format!("no {controller} cgroup for pid {pid}:\n{cgroups}"))
-            })?;
-        let mount = fs::read_dir("/sys/fs/cgroup")
-            .map_err(|e| E2eError::io("read /sys/fs/cgroup", e))?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .map(|n| n.to_string_lossy().split(',').any(|c| c == controller))
-                    .unwrap_or(false)
-            })
-            .ok_or_else(|| {
-                E2eError::Unsupported(format!("no cgroup v1 hierarchy for {controller}"))
-            })?;
-        let file_path = mount.join(path.trim_start_matches('/')).join(file);
-        fs::read_to_string(&file_path)
-            .map(|s| s.trim().to_owned())
-            .map_err(|e| E2eError::io(format!("read {}", file_path.display()), e))
+        crate::host::cgroup_v1_file(self.pid(id)?, controller, file)
     }
 }
 

@@ -392,3 +392,45 @@ pub fn remove_cgroups(parent: &str) {
         }
     }
 }
+
+/// Reads the cgroup v1 file `file` (e.g. `cpu.shares`) of the `controller`
+/// hierarchy (e.g. `cpu`) of process `pid`'s cgroup, trimmed: where a
+/// container's resources land.
+///
+/// ```no_run
+/// let shares = nri_e2e::host::cgroup_v1_file(std::process::id(), "cpu", "cpu.shares").unwrap();
+/// assert!(shares.parse::<u64>().is_ok());
+/// ```
+pub fn cgroup_v1_file(pid: u32, controller: &str, file: &str) -> Result<String> {
+    let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .map_err(|e| E2eError::io(format!("read /proc/{pid}/cgroup"), e))?;
+    let path = cgroups
+        .lines()
+        .find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let _ = parts.next()?;
+            let controllers = parts.next()?;
+            let path = parts.next()?;
+            controllers
+                .split(',')
+                .any(|c| c == controller)
+                .then(|| path.to_owned())
+        })
+        .ok_or_else(|| {
+            E2eError::Unsupported(format!("no {controller} cgroup for pid {pid}:\n{cgroups}"))
+        })?;
+    let mount = fs::read_dir("/sys/fs/cgroup")
+        .map_err(|e| E2eError::io("read /sys/fs/cgroup", e))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().split(',').any(|c| c == controller))
+                .unwrap_or(false)
+        })
+        .ok_or_else(|| E2eError::Unsupported(format!("no cgroup v1 hierarchy for {controller}")))?;
+    let file_path = mount.join(path.trim_start_matches('/')).join(file);
+    fs::read_to_string(&file_path)
+        .map(|s| s.trim().to_owned())
+        .map_err(|e| E2eError::io(format!("read {}", file_path.display()), e))
+}

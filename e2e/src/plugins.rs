@@ -71,6 +71,22 @@ pub fn start_external<S: AsRef<OsStr>>(
     )
 }
 
+/// What a plugin sees of the life of a container that is a pod of its own
+/// (nri-hostd under podman and Docker's engines, Docker's own NRI under
+/// nri-runc), after its registration's Synchronize.
+pub const OWN_POD_LIFECYCLE: &[&str] = &[
+    "RunPodSandbox",
+    "CreateContainer",
+    "ValidateContainerAdjustment",
+    "PostCreateContainer",
+    "StartContainer",
+    "PostStartContainer",
+    "StopContainer",
+    "RemoveContainer",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+];
+
 /// The events the logger logged, in order (`Event: tag:` lines open the dump
 /// of each object; consecutive dumps of one event count once), from the log
 /// file of `nri-logger`.

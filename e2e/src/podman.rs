@@ -30,21 +30,6 @@ use crate::{image, E2eError, Result};
 /// Debian packages the podman suite installs.
 pub const PACKAGES: &[&str] = &["podman", "runc"];
 
-/// What a plugin sees of a podman container's life (nri-hostd gives each
-/// container a pod of its own), after its registration's Synchronize.
-pub const LIFECYCLE: &[&str] = &[
-    "RunPodSandbox",
-    "CreateContainer",
-    "ValidateContainerAdjustment",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "StopContainer",
-    "RemoveContainer",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-];
-
 /// How long the daemon may take to come up or a plugin to register.
 pub const WAIT: Duration = Duration::from_secs(30);
 
@@ -190,6 +175,39 @@ impl Hostd {
         wait_for("the nri-hostd control socket", WAIT, || {
             socket.exists().then_some(())
         })
+    }
+
+    /// The logger sample, external, registered as `10-logger` with this
+    /// daemon: it adds the variable `NRI_LOGGER` and the annotation
+    /// `logger.nri-rs.dev/seen` (both `logger-pid-<pid>`) to new containers
+    /// and logs its events to `<dir>/logger.events`. The process and the
+    /// log's path.
+    pub fn start_logger(&self, dir: &Path) -> Result<(Daemon, PathBuf)> {
+        let log = dir.join("logger.events");
+        let socket = self.nri_socket.to_string_lossy().into_owned();
+        let l = log.to_string_lossy().into_owned();
+        let args = [
+            "-idx",
+            "10",
+            "-name",
+            "logger",
+            "-socket-path",
+            &socket,
+            "-add-env",
+            "NRI_LOGGER",
+            "-add-annotation",
+            "logger.nri-rs.dev/seen",
+            "-log-file",
+            &l,
+        ];
+        let process = crate::plugins::start_external(
+            "logger",
+            &crate::plugins::bin("nri-logger")?,
+            &args,
+            dir,
+        )?;
+        self.wait_registered("10-logger")?;
+        Ok((process, log))
     }
 
     /// Stops the daemon (SIGTERM), if it runs.

@@ -11,13 +11,18 @@ use std::time::Duration;
 
 use nri_e2e::docker::{runc_dir, Docker, DockerOptions, NriOpts, WAIT};
 use nri_e2e::host::{prepare as host_prepare, wait_for, Daemon};
-use nri_e2e::plugins::{bin, logged_events, start_external};
+use nri_e2e::plugins::{bin, logged_events, start_external, OWN_POD_LIFECYCLE};
 use nri_e2e::podman::{self, Hostd};
 
 fn prepare() -> bool {
     let mut packages: Vec<&str> = nri_e2e::docker::PACKAGES.to_vec();
     packages.extend_from_slice(nri_e2e::image::PACKAGES);
     host_prepare("docker", &packages)
+}
+
+/// A temporary directory for a test, once the suite can run here.
+fn prepared_dir() -> Option<tempfile::TempDir> {
+    prepare().then(|| tempfile::tempdir().unwrap())
 }
 
 fn stderr(out: &Output) -> String {
@@ -93,10 +98,9 @@ fn events(log: &Path) -> Vec<String> {
 /// external ones without disconnecting them.
 #[test]
 fn docker_nri_plugins_adjust_running_containers() {
-    if !prepare() {
+    let Some(work) = prepared_dir() else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
+    };
     let w = work.path();
     let pre_log = w.join("pre.events");
     let docker = Docker::start(DockerOptions {
@@ -261,10 +265,9 @@ fn docker_nri_plugins_adjust_running_containers() {
 /// says where it tried.
 #[test]
 fn docker_nri_refusals_and_socket_off() {
-    if !prepare() {
+    let Some(work) = prepared_dir() else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
+    };
     let w = work.path();
     let annotate_log = w.join("annotate.events");
     let docker = Docker::start(DockerOptions {
@@ -359,41 +362,8 @@ fn wrapper(dir: &Path, name: &str, hostd: &Hostd, extra: &str) -> PathBuf {
 /// The memory limit of a container's cgroup (cgroup v1), read on the host
 /// through its process 1.
 fn memory_limit(pid: u32) -> String {
-    let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
-    let path = cgroups
-        .lines()
-        .find_map(|l| {
-            let mut parts = l.splitn(3, ':');
-            let _ = parts.next()?;
-            let controllers = parts.next()?;
-            let path = parts.next()?;
-            controllers
-                .split(',')
-                .any(|c| c == "memory")
-                .then(|| path.to_owned())
-        })
-        .unwrap_or_else(|| panic!("no memory cgroup in\n{cgroups}"));
-    fs::read_to_string(format!(
-        "/sys/fs/cgroup/memory{}/memory.limit_in_bytes",
-        path
-    ))
-    .unwrap()
-    .trim()
-    .to_owned()
+    nri_e2e::host::cgroup_v1_file(pid, "memory", "memory.limit_in_bytes").unwrap()
 }
-
-const LIFECYCLE: &[&str] = &[
-    "RunPodSandbox",
-    "CreateContainer",
-    "ValidateContainerAdjustment",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "StopContainer",
-    "RemoveContainer",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-];
 
 /// Docker with `nri-runc` as a runtime (`--runtime nri`) and as its
 /// default runtime: what Docker's own NRI refuses (an annotation, a memory
@@ -404,10 +374,9 @@ const LIFECYCLE: &[&str] = &[
 /// nri-runc's refusal (fail).
 #[test]
 fn nri_runc_under_docker() {
-    if !prepare() {
+    let Some(work) = prepared_dir() else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
+    };
     let w = work.path();
     let mut hostd = Hostd::configure(w, "").unwrap();
     hostd
@@ -427,19 +396,7 @@ fn nri_runc_under_docker() {
     hostd.restart().unwrap();
     hostd.wait_registered("20-ulimit-adjuster").unwrap();
     hostd.wait_registered("30-device-injector").unwrap();
-    let (_logger, log) = external_logger(
-        w,
-        &hostd.nri_socket,
-        "10",
-        "logger",
-        &[
-            "-add-env",
-            "NRI_LOGGER",
-            "-add-annotation",
-            "logger.nri-rs.dev/seen",
-        ],
-    );
-    hostd.wait_registered("10-logger").unwrap();
+    let (_logger, log) = hostd.start_logger(w).unwrap();
     let _mem = start_external(
         "mem",
         &adjust_bin(),
@@ -553,7 +510,7 @@ fn nri_runc_under_docker() {
         (seen.last().map(String::as_str) == Some("RemovePodSandbox")).then_some(seen)
     })
     .unwrap();
-    assert_eq!(seen, LIFECYCLE);
+    assert_eq!(seen, OWN_POD_LIFECYCLE);
 
     // nri-hostd down: pass-through runs the container unchanged, fail
     // refuses it with nri-runc's message at the docker CLI.

@@ -14,7 +14,7 @@ use nri_e2e::containerd::Containerd;
 use nri_e2e::cri::{ContainerSpec, CriRuntime, Options, PodSpec};
 use nri_e2e::crio::Crio;
 use nri_e2e::host::{prepare as host_prepare, run, wait_for, Daemon};
-use nri_e2e::plugins::{bin, logged_events, start_external};
+use nri_e2e::plugins::{logged_events, OWN_POD_LIFECYCLE};
 use nri_e2e::podman::{self, Hostd};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -25,29 +25,11 @@ fn prepare(suite: &str, packages: &[&str]) -> bool {
     host_prepare(suite, &all)
 }
 
-/// nri-hostd under `dir` with the logger, external, adding an environment
-/// variable and an annotation; the daemon, the logger and its event log.
+/// nri-hostd under `dir` with the logger ([`Hostd::start_logger`]); the
+/// daemon, the logger and its event log.
 fn hostd_with_logger(dir: &Path) -> (Hostd, Daemon, PathBuf) {
     let hostd = Hostd::start(dir, "").unwrap();
-    let log = dir.join("logger.events");
-    let socket = hostd.nri_socket.to_string_lossy().into_owned();
-    let l = log.to_string_lossy().into_owned();
-    let args = [
-        "-idx",
-        "10",
-        "-name",
-        "logger",
-        "-socket-path",
-        &socket,
-        "-add-env",
-        "NRI_LOGGER",
-        "-add-annotation",
-        "logger.nri-rs.dev/seen",
-        "-log-file",
-        &l,
-    ];
-    let logger = start_external("logger", &bin("nri-logger").unwrap(), &args, dir).unwrap();
-    hostd.wait_registered("10-logger").unwrap();
+    let (logger, log) = hostd.start_logger(dir).unwrap();
     (hostd, logger, log)
 }
 
@@ -68,6 +50,41 @@ fn wrapper(dir: &Path, name: &str, runtime: &Path, hostd: &Hostd) -> PathBuf {
     )
     .unwrap();
     link
+}
+
+/// nri-hostd with the logger and a wrapper `nri-runc` running runc with
+/// its state under the test's directory (fields drop in this order).
+struct RuncUnderHostd {
+    _logger: Daemon,
+    _hostd: Hostd,
+    /// The logger's event log.
+    log: PathBuf,
+    /// The wrapper, for the runtime's configuration.
+    link: PathBuf,
+    /// runc's state root.
+    runc_root: PathBuf,
+    _work: tempfile::TempDir,
+}
+
+impl RuncUnderHostd {
+    /// `None` where `suite` cannot run (see [`prepare`]).
+    fn start(suite: &str, packages: &[&str]) -> Option<RuncUnderHostd> {
+        if !prepare(suite, packages) {
+            return None;
+        }
+        let work = tempfile::tempdir().unwrap();
+        let w = work.path();
+        let (hostd, logger, log) = hostd_with_logger(w);
+        let link = wrapper(w, "nri-runc", Path::new("/usr/sbin/runc"), &hostd);
+        Some(RuncUnderHostd {
+            _logger: logger,
+            _hostd: hostd,
+            log,
+            link,
+            runc_root: w.join("runc"),
+            _work: work,
+        })
+    }
 }
 
 fn events(log: &Path) -> Vec<String> {
@@ -142,14 +159,13 @@ fn pod_through_nri_runc(rt: &dyn CriRuntime, log: &Path, runc_root: &Path) {
 /// shim's `BinaryName` (docs/oci-engines.md, "containerd").
 #[test]
 fn containerd_with_nri_runc_as_binary_name() {
-    if !prepare("oci-engines containerd", nri_e2e::containerd::PACKAGES) {
+    // Kept whole to the end: its logger and daemon must outlive the runtime.
+    let Some(set_up) =
+        RuncUnderHostd::start("oci-engines containerd", nri_e2e::containerd::PACKAGES)
+    else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let w = work.path();
-    let (_hostd, _logger, log) = hostd_with_logger(w);
-    let link = wrapper(w, "nri-runc", Path::new("/usr/sbin/runc"), &_hostd);
-    let runc_root = w.join("runc");
+    };
+    let (log, link, runc_root) = (&set_up.log, &set_up.link, &set_up.runc_root);
     let ctrd = Containerd::start_with_config(Options::default(), |text| {
         let runc = "BinaryName = \"/usr/sbin/runc\"";
         let nri = "[plugins.'io.containerd.nri.v1.nri']\n  disable = false\n";
@@ -171,21 +187,18 @@ fn containerd_with_nri_runc_as_binary_name() {
     })
     .unwrap();
     // The shim adds containerd's namespace to the runtime root.
-    pod_through_nri_runc(&ctrd, &log, &runc_root.join("k8s.io"));
+    pod_through_nri_runc(&ctrd, log, &runc_root.join("k8s.io"));
 }
 
 /// CRI-O 1.34 with a runtime handler running `nri-runc` as its default
 /// runtime and CRI-O's own NRI off (docs/oci-engines.md, "CRI-O").
 #[test]
 fn crio_with_an_nri_runc_runtime_handler() {
-    if !prepare("oci-engines cri-o", nri_e2e::crio::PACKAGES) {
+    // Kept whole to the end: its logger and daemon must outlive the runtime.
+    let Some(set_up) = RuncUnderHostd::start("oci-engines cri-o", nri_e2e::crio::PACKAGES) else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let w = work.path();
-    let (_hostd, _logger, log) = hostd_with_logger(w);
-    let link = wrapper(w, "nri-runc", Path::new("/usr/sbin/runc"), &_hostd);
-    let runc_root = w.join("runc");
+    };
+    let (log, link, runc_root) = (&set_up.log, &set_up.link, &set_up.runc_root);
     let crio = Crio::start_with_config(Options::default(), |text| {
         let default = "default_runtime = \"runc\"";
         let nri = "enable_nri = true";
@@ -199,7 +212,7 @@ fn crio_with_an_nri_runc_runtime_handler() {
         )
     })
     .unwrap();
-    pod_through_nri_runc(&crio, &log, &runc_root);
+    pod_through_nri_runc(&crio, log, runc_root);
 }
 
 /// crun (Debian 12's 1.8.1) as the real runtime under `nri-runc`, run by
@@ -281,6 +294,6 @@ fn podman_with_crun_under_nri_runc() {
     })
     .unwrap();
     let mut expected = vec!["Synchronize"];
-    expected.extend_from_slice(podman::LIFECYCLE);
+    expected.extend_from_slice(OWN_POD_LIFECYCLE);
     assert_eq!(seen, expected);
 }

@@ -9,11 +9,16 @@ use std::process::Command;
 use std::time::Duration;
 
 use nri_e2e::host::{prepare as host_prepare, run, wait_for};
-use nri_e2e::plugins::{bin, logged_events, start_external};
-use nri_e2e::podman::{binaries, busybox_bundle, Hostd, Podman, LIFECYCLE, PACKAGES, WAIT};
+use nri_e2e::plugins::{bin, logged_events, start_external, OWN_POD_LIFECYCLE as LIFECYCLE};
+use nri_e2e::podman::{binaries, busybox_bundle, Hostd, Podman, PACKAGES, WAIT};
 
 fn prepare() -> bool {
     host_prepare("podman", PACKAGES)
+}
+
+/// A temporary directory for a test, once the suite can run here.
+fn prepared_dir() -> Option<tempfile::TempDir> {
+    prepare().then(|| tempfile::tempdir().unwrap())
 }
 
 fn stdout(out: &std::process::Output) -> String {
@@ -22,31 +27,6 @@ fn stdout(out: &std::process::Output) -> String {
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The logger, external, adding an environment variable and an annotation
-/// to new containers; its log file.
-fn start_logger(dir: &Path, hostd: &Hostd) -> (nri_e2e::host::Daemon, std::path::PathBuf) {
-    let log = dir.join("logger.events");
-    let socket = hostd.nri_socket.to_string_lossy().into_owned();
-    let l = log.to_string_lossy().into_owned();
-    let args = [
-        "-idx",
-        "10",
-        "-name",
-        "logger",
-        "-socket-path",
-        &socket,
-        "-add-env",
-        "NRI_LOGGER",
-        "-add-annotation",
-        "logger.nri-rs.dev/seen",
-        "-log-file",
-        &l,
-    ];
-    let process = start_external("logger", &bin("nri-logger").unwrap(), &args, dir).unwrap();
-    hostd.wait_registered("10-logger").unwrap();
-    (process, log)
 }
 
 /// The events in the logger's log `log` once the last is RemovePodSandbox.
@@ -125,6 +105,54 @@ impl Probe {
     }
 }
 
+/// nri-hostd with the probe plugin and podman, under a directory of their
+/// own (fields drop in this order: containers first, the directory last).
+struct ProbeRun {
+    podman: Podman,
+    probe: Probe,
+    hostd: Hostd,
+    dir: tempfile::TempDir,
+}
+
+impl ProbeRun {
+    /// `None` where the suite cannot run (see [`prepare`]).
+    fn start() -> Option<ProbeRun> {
+        if !prepare() {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let hostd = Hostd::start(dir.path(), "").unwrap();
+        let probe = Probe::start(dir.path(), &hostd);
+        let podman = Podman::with_busybox(dir.path()).unwrap();
+        Some(ProbeRun {
+            podman,
+            probe,
+            hostd,
+            dir,
+        })
+    }
+
+    /// A container `c0` running `sleep`, with podman's options `extra` and
+    /// the probe's instruction `annotation`; its id.
+    fn run_c0(&self, extra: &[&str], annotation: &str) -> String {
+        let mut args = vec!["--hostname", "c0"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--annotation", annotation, Podman::BUSYBOX, "sleep", "1000"]);
+        self.podman.run_detached(&args).unwrap()
+    }
+
+    /// The runtime's answer to the probe's first UpdateContainers.
+    fn first_update_result(&self) -> serde_json::Value {
+        wait_for("the probe's update to be answered", WAIT, || {
+            self.probe
+                .events("UpdateContainersResult")
+                .into_iter()
+                .next()
+        })
+        .unwrap()
+    }
+}
+
 // ---------------------------------------------------------------------------
 
 /// The logger (external: env and annotation) and the ulimit adjuster
@@ -132,10 +160,9 @@ impl Probe {
 /// the logger sees its whole lifecycle in order.
 #[test]
 fn samples_adjust_podman_containers_and_see_the_lifecycle() {
-    if !prepare() {
+    let Some(dir) = prepared_dir() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let mut hostd = Hostd::configure(dir.path(), "").unwrap();
     hostd
         .install_plugin(
@@ -146,7 +173,7 @@ fn samples_adjust_podman_containers_and_see_the_lifecycle() {
         .unwrap();
     hostd.enable_metrics().unwrap();
     hostd.restart().unwrap();
-    let (_logger, log) = start_logger(dir.path(), &hostd);
+    let (_logger, log) = hostd.start_logger(dir.path()).unwrap();
     hostd.wait_registered("20-ulimit-adjuster").unwrap();
     let podman = Podman::with_busybox(dir.path()).unwrap();
 
@@ -194,10 +221,9 @@ fn samples_adjust_podman_containers_and_see_the_lifecycle() {
 /// the validator's message.
 #[test]
 fn validator_rejection_fails_podman_run_with_its_message() {
-    if !prepare() {
+    let Some(dir) = prepared_dir() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let _hostd = Hostd::start(dir.path(), "[default_validator]\nenable = true\n").unwrap();
     let podman = Podman::with_busybox(dir.path()).unwrap();
     let out = podman.run(&[
@@ -219,49 +245,29 @@ fn validator_rejection_fails_podman_run_with_its_message() {
 /// through the real runtime's `update`.
 #[test]
 fn unsolicited_update_changes_the_cgroup() {
-    if !prepare() {
+    let Some(run) = ProbeRun::start() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let hostd = Hostd::start(dir.path(), "").unwrap();
-    let probe = Probe::start(dir.path(), &hostd);
-    let podman = Podman::with_busybox(dir.path()).unwrap();
-    let id = podman
-        .run_detached(&[
-            "--hostname",
-            "c0",
-            "--cpu-shares",
-            "256",
-            "--annotation",
-            "e2e.nri-rs.dev/cpu-shares.c0=777",
-            Podman::BUSYBOX,
-            "sleep",
-            "1000",
-        ])
-        .unwrap();
-    let result = wait_for("the probe's update to be answered", WAIT, || {
-        probe.events("UpdateContainersResult").into_iter().next()
-    })
-    .unwrap();
+    };
+    let id = run.run_c0(&["--cpu-shares", "256"], "e2e.nri-rs.dev/cpu-shares.c0=777");
+    let result = run.first_update_result();
     assert_eq!(result["failed"], 0, "{result}");
     let shares = fs::read_to_string(format!(
         "/sys/fs/cgroup/cpu/libpod_parent/libpod-{id}/cpu.shares"
     ))
     .unwrap();
     assert_eq!(shares.trim(), "777");
-    podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
+    run.podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
 }
 
 /// `podman update` goes through the wrapper's `update` as UpdateContainer
 /// and PostUpdateContainer; the new value lands in the container's cgroup.
 #[test]
 fn podman_update_is_an_nri_update() {
-    if !prepare() {
+    let Some(dir) = prepared_dir() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let hostd = Hostd::start(dir.path(), "").unwrap();
-    let (_logger, log) = start_logger(dir.path(), &hostd);
+    let (_logger, log) = hostd.start_logger(dir.path()).unwrap();
     let podman = Podman::with_busybox(dir.path()).unwrap();
     let id = podman
         .run_detached(&["--cpu-shares", "256", Podman::BUSYBOX, "sleep", "1000"])
@@ -287,28 +293,11 @@ fn podman_update_is_an_nri_update() {
 /// stops, and plugins get StopContainer.
 #[test]
 fn eviction_kills_the_container() {
-    if !prepare() {
+    let Some(run) = ProbeRun::start() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let hostd = Hostd::start(dir.path(), "").unwrap();
-    let probe = Probe::start(dir.path(), &hostd);
-    let podman = Podman::with_busybox(dir.path()).unwrap();
-    let id = podman
-        .run_detached(&[
-            "--hostname",
-            "c0",
-            "--annotation",
-            "e2e.nri-rs.dev/evict.c0=out of memory budget",
-            Podman::BUSYBOX,
-            "sleep",
-            "1000",
-        ])
-        .unwrap();
-    let result = wait_for("the probe's eviction to be answered", WAIT, || {
-        probe.events("UpdateContainersResult").into_iter().next()
-    })
-    .unwrap();
+    };
+    let id = run.run_c0(&[], "e2e.nri-rs.dev/evict.c0=out of memory budget");
+    let result = run.first_update_result();
     assert_eq!(
         (result["evicted"].as_u64(), result["failed"].as_u64()),
         (Some(1), Some(0)),
@@ -323,11 +312,11 @@ fn eviction_kills_the_container() {
     })
     .unwrap();
     let stop = wait_for("StopContainer at the probe", WAIT, || {
-        probe.events("StopContainer").into_iter().next()
+        run.probe.events("StopContainer").into_iter().next()
     })
     .unwrap();
     assert_eq!(stop["container"], id.as_str(), "{stop}");
-    podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
+    run.podman.ok(&["rm", "-f", "-t", "0", &id]).unwrap();
 }
 
 /// The daemon killed while containers run; one container removed while it
@@ -335,13 +324,15 @@ fn eviction_kills_the_container() {
 /// still running.
 #[test]
 fn restarted_daemon_resynchronizes_plugins() {
-    if !prepare() {
+    let Some(ProbeRun {
+        podman,
+        probe,
+        mut hostd,
+        dir: _dir,
+    }) = ProbeRun::start()
+    else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let mut hostd = Hostd::start(dir.path(), "").unwrap();
-    let probe = Probe::start(dir.path(), &hostd);
-    let podman = Podman::with_busybox(dir.path()).unwrap();
+    };
     let mut ids = Vec::new();
     for _ in 0..2 {
         ids.push(
@@ -372,10 +363,9 @@ fn restarted_daemon_resynchronizes_plugins() {
 /// them, and a container with required plugins is refused under both.
 #[test]
 fn daemon_down_policies() {
-    if !prepare() {
+    let Some(dir) = prepared_dir() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let podman = Podman::with_busybox(dir.path()).unwrap();
     let out = podman.run(&["--rm", Podman::BUSYBOX, "sh", "-c", "echo ran"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -432,12 +422,11 @@ fn daemon_down_policies() {
 /// other commands and their exit statuses pass through.
 #[test]
 fn runc_command_line_without_podman() {
-    if !prepare() {
+    let Some(dir) = prepared_dir() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let hostd = Hostd::start(dir.path(), "[default_validator]\nenable = true\n").unwrap();
-    let (_logger, log) = start_logger(dir.path(), &hostd);
+    let (_logger, log) = hostd.start_logger(dir.path()).unwrap();
     let (_, wrapper) = binaries().unwrap();
     let root = dir.path().join("runc-root");
     let bundle = busybox_bundle(dir.path(), &["sleep", "1000"]).unwrap();
@@ -555,10 +544,9 @@ fn runc_command_line_without_podman() {
 /// a rejecting validator, `podman run` failing with its reason.
 #[test]
 fn go_reference_plugin_adjusts_and_rejects_podman_containers() {
-    if !prepare() {
+    let Some(dir) = prepared_dir() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let hostd = Hostd::start(dir.path(), "").unwrap();
     let go_plugin = nri_interop::harness_bin("nri-ref-plugin");
     let start = |name: &str, idx: &str, config: serde_json::Value| {

@@ -33,6 +33,14 @@ pub enum HarnessError {
         /// How long it was awaited.
         after: Duration,
     },
+    /// Building a program of the workspace failed.
+    #[error("{what} failed:\n{stderr}")]
+    Build {
+        /// The build.
+        what: String,
+        /// cargo's standard error.
+        stderr: String,
+    },
     /// A harness program produced no usable output.
     #[error("{program} exited with {status} and no output at {output}; stderr:\n{stderr}")]
     NoOutput {

@@ -72,6 +72,62 @@ pub fn read_event_log(path: &Path) -> Result<Vec<Value>> {
         .collect()
 }
 
+/// Every event of one pod's and one container's life in the order NRI
+/// v0.12 delivers them to a plugin subscribed to all of them, from its
+/// Configure to the pod's removal.
+///
+/// ```
+/// let cri = nri_interop::events_without(
+///     &nri_interop::LIFECYCLE_V012,
+///     &["Configure", "UpdatePodSandbox", "PostUpdatePodSandbox"],
+/// );
+/// assert_eq!(cri[..2], ["Synchronize", "RunPodSandbox"]);
+/// ```
+pub const LIFECYCLE_V012: [&str; 16] = [
+    "Configure",
+    "Synchronize",
+    "RunPodSandbox",
+    "UpdatePodSandbox",
+    "PostUpdatePodSandbox",
+    "CreateContainer",
+    "ValidateContainerAdjustment",
+    "PostCreateContainer",
+    "StartContainer",
+    "PostStartContainer",
+    "UpdateContainer",
+    "PostUpdateContainer",
+    "StopContainer",
+    "RemoveContainer",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+];
+
+/// [`LIFECYCLE_V012`] as NRI v0.9 delivers it: no pod update, no validation.
+pub const LIFECYCLE_V09: [&str; 13] = [
+    "Configure",
+    "Synchronize",
+    "RunPodSandbox",
+    "CreateContainer",
+    "PostCreateContainer",
+    "StartContainer",
+    "PostStartContainer",
+    "UpdateContainer",
+    "PostUpdateContainer",
+    "StopContainer",
+    "RemoveContainer",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+];
+
+/// `events` without the ones named in `left_out`, in order.
+pub fn events_without<'a>(events: &[&'a str], left_out: &[&str]) -> Vec<&'a str> {
+    events
+        .iter()
+        .copied()
+        .filter(|e| !left_out.contains(e))
+        .collect()
+}
+
 /// The `event` field of each log entry, in order.
 pub fn event_names(events: &[Value]) -> Vec<&str> {
     events

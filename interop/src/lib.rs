@@ -43,10 +43,12 @@ mod go_build;
 pub mod plugin_tests;
 mod process;
 pub mod random;
+pub mod workspace;
 
 pub use error::{HarnessError, Result};
 pub use files::{
-    event_names, read_event_log, read_json, wait_for_events, wait_for_path, write_json,
+    event_names, events_without, read_event_log, read_json, wait_for_events, wait_for_path,
+    write_json, LIFECYCLE_V012, LIFECYCLE_V09,
 };
 pub use go_build::{bin_dir, harness_bin, harness_programs, interop_dir, wasm_plugin};
 pub use process::{

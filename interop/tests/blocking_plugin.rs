@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::{build_example, install_plugin, TIMEOUT};
-use nri_interop::{run_ref_runtime, write_json};
+use common::{build_example, go_runtime_with_plugin_dir, install_plugin};
 use serde_json::json;
 
 #[test]
@@ -32,16 +31,7 @@ fn blocking_plugin_adjusts_containers_of_the_go_runtime() {
             {"op": "stop"}
         ]
     });
-    let scenario = write_json(dir.path(), "scenario.json", &scenario).unwrap();
-    let out = run_ref_runtime(
-        "nri-ref-runtime",
-        &scenario,
-        ["-plugin-dir".as_ref(), plugins.as_os_str()],
-        TIMEOUT,
-    )
-    .unwrap();
-    assert!(out.status.success(), "{}", out.stderr);
-    assert_eq!(out.failed_steps(), [], "{:#}", out.json["steps"]);
+    let out = go_runtime_with_plugin_dir(dir.path(), &plugins, &scenario);
     assert_eq!(out.json["plugins"], json!(["20-lean"]));
 
     let create = out

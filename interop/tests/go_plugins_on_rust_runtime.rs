@@ -172,25 +172,7 @@ fn reference_plugin_receives_every_event_external_and_pre_installed() {
         check_runtime_side(&out, &events);
         assert_eq!(
             lifecycle(&events),
-            [
-                "Configure",
-                "Synchronize",
-                "RunPodSandbox",
-                "UpdatePodSandbox",
-                "PostUpdatePodSandbox",
-                "CreateContainer",
-                "ValidateContainerAdjustment",
-                "PostCreateContainer",
-                "StartContainer",
-                "PostStartContainer",
-                "UpdateContainer",
-                "PostUpdateContainer",
-                "StopContainer",
-                "RemoveContainer",
-                "StopPodSandbox",
-                "RemovePodSandbox",
-                "Shutdown"
-            ],
+            [&nri_interop::LIFECYCLE_V012[..], &["Shutdown"]].concat(),
             "external: {external}"
         );
         // Every event came through its own RPC.
@@ -232,22 +214,7 @@ fn old_plugin_gets_notifications_by_state_change_external_and_pre_installed() {
         check_runtime_side(&out, &events);
         assert_eq!(
             lifecycle(&events),
-            [
-                "Configure",
-                "Synchronize",
-                "RunPodSandbox",
-                "CreateContainer",
-                "PostCreateContainer",
-                "StartContainer",
-                "PostStartContainer",
-                "UpdateContainer",
-                "PostUpdateContainer",
-                "StopContainer",
-                "RemoveContainer",
-                "StopPodSandbox",
-                "RemovePodSandbox",
-                "Shutdown"
-            ],
+            [&nri_interop::LIFECYCLE_V09[..], &["Shutdown"]].concat(),
             "external: {external}"
         );
         for e in events.iter().filter(|e| e.get("rpc").is_some()) {

@@ -14,21 +14,6 @@ fn runtime() -> Value {
     json!({"name": "cri-o", "version": "v1.32.0"})
 }
 
-/// Every event NRI v0.9 knows.
-const V09_EVENTS: [&str; 11] = [
-    "RunPodSandbox",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-    "CreateContainer",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "UpdateContainer",
-    "PostUpdateContainer",
-    "StopContainer",
-    "RemoveContainer",
-];
-
 /// Events v0.9 delivers through StateChange.
 const STATE_CHANGE_EVENTS: [&str; 8] = [
     "RunPodSandbox",
@@ -76,7 +61,8 @@ fn state_change_events_reach_the_dedicated_handlers() {
     ]);
     let config = json!({
         "log": log,
-        "events": V09_EVENTS,
+        // Every event NRI v0.9 knows.
+        "events": &nri_interop::LIFECYCLE_V09[2..],
         "adjust": {"annotations": {"old.example.com/seen": "yes"}}
     });
     let (runtime, socket) =
@@ -95,24 +81,7 @@ fn state_change_events_reach_the_dedicated_handlers() {
     assert!(status.success(), "{status}: {}", plugin.stderr());
 
     let events = read_event_log(&log).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        [
-            "Configure",
-            "Synchronize",
-            "RunPodSandbox",
-            "CreateContainer",
-            "PostCreateContainer",
-            "StartContainer",
-            "PostStartContainer",
-            "UpdateContainer",
-            "PostUpdateContainer",
-            "StopContainer",
-            "RemoveContainer",
-            "StopPodSandbox",
-            "RemovePodSandbox"
-        ]
-    );
+    assert_eq!(lifecycle(&events), nri_interop::LIFECYCLE_V09);
 
     // The runtime did not report its NRI version; the stub inferred it.
     let configure = entry(&events, "Configure");

@@ -8,10 +8,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
-use common::target_and_profile;
 use nri_interop::plugin_tests::{spawn_go_runtime, PluginProcess, TIMEOUT};
 use nri_interop::{harness_bin, write_json, RuntimeOutput};
 use serde_json::{json, Value};
@@ -24,25 +22,7 @@ fn policy_bin() -> PathBuf {
 }
 
 fn build_policy_bin() -> PathBuf {
-    let (target, profile) = target_and_profile();
-    let mut cmd = Command::new(env!("CARGO"));
-    // Every member selected: the dependencies keep the features of the
-    // workspace build and are not built again.
-    cmd.args(["build", "--quiet", "--workspace", "--bin", "nri-policy"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("CARGO_TARGET_DIR", &target);
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "cargo build --bin nri-policy failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bin = target.join(&profile).join("nri-policy");
-    assert!(bin.is_file(), "{} missing", bin.display());
-    bin
+    nri_interop::workspace::binary("nri-policy").unwrap()
 }
 
 fn scenario() -> Value {

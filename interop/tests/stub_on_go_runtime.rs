@@ -91,24 +91,7 @@ fn plugin_config(log: &Path) -> Value {
     })
 }
 
-const ALL_EVENTS: [&str; 16] = [
-    "Configure",
-    "Synchronize",
-    "RunPodSandbox",
-    "UpdatePodSandbox",
-    "PostUpdatePodSandbox",
-    "CreateContainer",
-    "ValidateContainerAdjustment",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "UpdateContainer",
-    "PostUpdateContainer",
-    "StopContainer",
-    "RemoveContainer",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-];
+const ALL_EVENTS: [&str; 16] = nri_interop::LIFECYCLE_V012;
 
 /// What the runtime did with the plugin's answers.
 fn check_runtime_output(out: &RuntimeOutput) {

@@ -92,7 +92,7 @@ pub use error::{
 };
 pub use launch::is_wasm_file;
 pub use merge::{CreateOutcome, CreateResult, StopResult, UpdateResult};
-pub use metrics::{Metrics, MetricsFanout, NoMetrics, SyncStats};
+pub use metrics::{AskedFor, Metrics, MetricsFanout, NoMetrics, SyncStats};
 /// The WebAssembly plugin engine (feature `wasm`), for
 /// [`AdaptationBuilder::wasm_options`].
 #[cfg(feature = "wasm")]

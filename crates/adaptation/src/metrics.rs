@@ -6,6 +6,23 @@ use std::sync::Arc;
 
 use nri_api::{ContainerAdjustment, ContainerUpdate};
 
+/// What a plugin asked for in one successful reply
+/// ([`Metrics::record_plugin_adjustments`]).
+///
+/// ```
+/// let asked = nri_adaptation::AskedFor { adjust: None, updates: 2, evictions: 0 };
+/// assert_eq!(asked.updates + asked.evictions, 2);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AskedFor<'a> {
+    /// The adjustment of the container (CreateContainer only).
+    pub adjust: Option<&'a ContainerAdjustment>,
+    /// How many containers it asked to update.
+    pub updates: usize,
+    /// How many containers it asked to evict.
+    pub evictions: usize,
+}
+
 /// Receives measurements of plugin calls. Implementations must be cheap and
 /// thread-safe; every method defaults to doing nothing.
 ///
@@ -58,15 +75,8 @@ pub trait Metrics: Send + Sync + 'static {
     }
 
     /// What a plugin asked for in a successful reply.
-    fn record_plugin_adjustments(
-        &self,
-        plugin: &str,
-        operation: &str,
-        adjust: Option<&ContainerAdjustment>,
-        updates: usize,
-        evictions: usize,
-    ) {
-        let _ = (plugin, operation, adjust, updates, evictions);
+    fn record_plugin_adjustments(&self, plugin: &str, operation: &str, asked: AskedFor<'_>) {
+        let _ = (plugin, operation, asked);
     }
 
     /// A plugin launched from the plugin directory was restarted (see
@@ -178,17 +188,10 @@ impl Metrics for MetricsFanout {
             .iter()
             .for_each(|m| m.record_plugin_latency(plugin, operation, latency));
     }
-    fn record_plugin_adjustments(
-        &self,
-        plugin: &str,
-        operation: &str,
-        adjust: Option<&ContainerAdjustment>,
-        updates: usize,
-        evictions: usize,
-    ) {
-        self.0.iter().for_each(|m| {
-            m.record_plugin_adjustments(plugin, operation, adjust, updates, evictions)
-        });
+    fn record_plugin_adjustments(&self, plugin: &str, operation: &str, asked: AskedFor<'_>) {
+        self.0
+            .iter()
+            .for_each(|m| m.record_plugin_adjustments(plugin, operation, asked));
     }
     fn record_plugin_restart(&self, plugin: &str) {
         self.0.iter().for_each(|m| m.record_plugin_restart(plugin));

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nri_adaptation::{Metrics, PluginError, SyncStats};
+use nri_adaptation::{AskedFor, Metrics, PluginError, SyncStats};
 use nri_api::{ContainerAdjustment, ContainerUpdate, LinuxResources};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -654,15 +654,8 @@ impl Metrics for NriMetrics {
             .observe_duration(latency);
     }
 
-    fn record_plugin_adjustments(
-        &self,
-        plugin: &str,
-        operation: &str,
-        adjust: Option<&ContainerAdjustment>,
-        updates: usize,
-        evictions: usize,
-    ) {
-        for (kind, n) in [("update", updates), ("evict", evictions)] {
+    fn record_plugin_adjustments(&self, plugin: &str, operation: &str, asked: AskedFor<'_>) {
+        for (kind, n) in [("update", asked.updates), ("evict", asked.evictions)] {
             if n > 0 {
                 self.adjustments
                     .get_or_create(&TypeLabels {
@@ -673,7 +666,7 @@ impl Metrics for NriMetrics {
                     .inc_by(n as u64);
             }
         }
-        if let Some(a) = adjust {
+        if let Some(a) = asked.adjust {
             for field in adjustment_fields(a) {
                 self.adjustment_fields
                     .get_or_create(&field_labels(plugin, operation, field))
@@ -777,7 +770,12 @@ mod tests {
             env: vec![nri_api::KeyValue::default()],
             ..Default::default()
         };
-        m.record_plugin_adjustments("p", "CreateContainer", Some(&adj), 1, 1);
+        let asked = AskedFor {
+            adjust: Some(&adj),
+            updates: 1,
+            evictions: 1,
+        };
+        m.record_plugin_adjustments("p", "CreateContainer", asked);
         let upd = ContainerUpdate {
             linux: Some(nri_api::LinuxContainerUpdate {
                 resources: Some(LinuxResources {

@@ -21,51 +21,15 @@ pub fn rust_plugin_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nri-rs-test-plugin"))
 }
 
-/// The target directory and profile this test was built with: the test binary is
-/// `<target>/<profile>/deps/<name>`.
+/// The target directory and profile this test was built with.
 pub fn target_and_profile() -> (PathBuf, String) {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary in <target>/<profile>/deps");
-    let profile = profile_dir
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let target = profile_dir.parent().unwrap().to_owned();
-    (target, profile)
+    nri_interop::workspace::target_and_profile().unwrap()
 }
 
 /// Builds the example `name` of the workspace with the cargo that builds this
 /// test, into the same target directory, and returns its path.
 pub fn build_example(name: &str) -> PathBuf {
-    let (target, profile) = target_and_profile();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args([
-        "build",
-        "--quiet",
-        // Every member selected: the dependencies keep the features of the
-        // `cargo test --workspace` build and are not built again.
-        "--workspace",
-        "--example",
-        name,
-    ])
-    .current_dir(env!("CARGO_MANIFEST_DIR"))
-    .env("CARGO_TARGET_DIR", &target);
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "cargo build --example {name} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bin = target.join(&profile).join("examples").join(name);
-    assert!(bin.is_file(), "{} missing", bin.display());
-    bin
+    nri_interop::workspace::example(name).unwrap()
 }
 
 /// A plugin process (any executable), killed when dropped.
@@ -190,6 +154,27 @@ pub fn spawn_runtime_with_socket(
         RefRuntime::spawn(program, &scenario, ["-socket".as_ref(), socket.as_os_str()]).unwrap();
     wait_for_path(&socket, TIMEOUT).unwrap();
     (runtime, socket)
+}
+
+/// Writes `scenario` into `dir` and replays it on the Go runtime
+/// (`nri-ref-runtime`) with the pre-installed plugins of `plugin_dir`; the
+/// run must succeed with every step passing.
+pub fn go_runtime_with_plugin_dir(
+    dir: &Path,
+    plugin_dir: &Path,
+    scenario: &Value,
+) -> nri_interop::RuntimeOutput {
+    let scenario = nri_interop::write_json(dir, "scenario.json", scenario).unwrap();
+    let out = nri_interop::run_ref_runtime(
+        "nri-ref-runtime",
+        &scenario,
+        ["-plugin-dir".as_ref(), plugin_dir.as_os_str()],
+        TIMEOUT,
+    )
+    .unwrap();
+    assert!(out.status.success(), "{}", out.stderr);
+    assert_eq!(out.failed_steps(), [], "{:#}", out.json["steps"]);
+    out
 }
 
 /// Puts `bin` into `plugin_dir` as the pre-installed plugin `file_name`

@@ -6,6 +6,7 @@
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use nri_adaptation::AskedFor;
 use nri_api::ContainerAdjustment;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -75,23 +76,16 @@ impl nri_adaptation::Metrics for Recorder {
         });
     }
 
-    fn record_plugin_adjustments(
-        &self,
-        plugin: &str,
-        operation: &str,
-        adjust: Option<&ContainerAdjustment>,
-        updates: usize,
-        evictions: usize,
-    ) {
+    fn record_plugin_adjustments(&self, plugin: &str, operation: &str, asked: AskedFor<'_>) {
         let mut calls = self.lock();
         if let Some(c) = calls
             .iter_mut()
             .rev()
             .find(|c| c.plugin == plugin && c.event == operation)
         {
-            c.adjust = adjust.cloned();
-            c.updates = updates;
-            c.evictions = evictions;
+            c.adjust = asked.adjust.cloned();
+            c.updates = asked.updates;
+            c.evictions = asked.evictions;
         }
     }
 }
@@ -202,7 +196,12 @@ mod tests {
         r.record_plugin_invocation("10-a", "CreateContainer", None);
         let mut adj = ContainerAdjustment::default();
         adj.add_annotation("k", "v");
-        r.record_plugin_adjustments("10-a", "CreateContainer", Some(&adj), 2, 1);
+        let asked = AskedFor {
+            adjust: Some(&adj),
+            updates: 2,
+            evictions: 1,
+        };
+        r.record_plugin_adjustments("10-a", "CreateContainer", asked);
         let err = std::io::Error::other("boom");
         r.record_plugin_invocation("20-b", "CreateContainer", Some(&err));
         let calls = r.since(0);

@@ -62,6 +62,9 @@ pub enum SetupError {
 /// How many lines of a launched plugin's standard error reports show.
 const STDERR_LINES: usize = 20;
 
+/// The states in which a container can be updated, stopped or exit.
+const LIVE: &[CtrState] = &[CtrState::Created, CtrState::Running];
+
 fn stderr_block(stderr: &str) -> String {
     if stderr.trim().is_empty() {
         "\n  (the plugin wrote nothing to stderr)".into()
@@ -879,10 +882,7 @@ impl Sim {
                 self.nri.run_pod_sandbox(&pod.pod).await.map_err(classify)?;
             }
             Action::StopPod(name) => {
-                let pod = self.pod(name)?;
-                if pod.state != PodState::Ready {
-                    return Err(runtime(format!("pod {name} is not running")));
-                }
+                let pod = self.running_pod(name)?;
                 self.world.set_pod_state(name, PodState::Stopped);
                 self.nri
                     .stop_pod_sandbox(&pod.pod)
@@ -901,10 +901,7 @@ impl Sim {
                     .map_err(classify)?;
             }
             Action::UpdatePod(name) => {
-                let pod = self.pod(name)?;
-                if pod.state != PodState::Ready {
-                    return Err(runtime(format!("pod {name} is not running")));
-                }
+                let pod = self.running_pod(name)?;
                 let res = step.resources.as_ref().map(crate::adjust::resources);
                 let overhead = step.overhead.as_ref().map(crate::adjust::resources);
                 r.resources = res.as_ref().and_then(|x| serde_json::to_value(x).ok());
@@ -985,13 +982,7 @@ impl Sim {
                     .map_err(classify)?;
             }
             Action::Start(name) => {
-                let (pod, ctr) = self.ctr(name)?;
-                if ctr.state != CtrState::Created {
-                    return Err(runtime(format!(
-                        "container {name} cannot start: it is {}",
-                        ctr.state.as_str()
-                    )));
-                }
+                let (pod, _) = self.ctr_in(name, &[CtrState::Created], "start")?;
                 self.world.with_ctr(name, |c| c.state = CtrState::Running);
                 let c = self.world.ctr(name).map(|c| c.nri()).unwrap_or_default();
                 self.nri
@@ -1004,13 +995,7 @@ impl Sim {
                     .map_err(classify)?;
             }
             Action::Update(name) => {
-                let (pod, ctr) = self.ctr(name)?;
-                if !matches!(ctr.state, CtrState::Created | CtrState::Running) {
-                    return Err(runtime(format!(
-                        "container {name} cannot be updated: it is {}",
-                        ctr.state.as_str()
-                    )));
-                }
+                let (pod, ctr) = self.ctr_in(name, LIVE, "be updated")?;
                 let res = crate::adjust::resources(&step.resources.clone().unwrap_or_default());
                 let c = ctr.nri();
                 let ru = self
@@ -1040,13 +1025,7 @@ impl Sim {
                     .map_err(classify)?;
             }
             Action::Stop(name) => {
-                let (pod, ctr) = self.ctr(name)?;
-                if !matches!(ctr.state, CtrState::Created | CtrState::Running) {
-                    return Err(runtime(format!(
-                        "container {name} cannot be stopped: it is {}",
-                        ctr.state.as_str()
-                    )));
-                }
+                let (pod, _) = self.ctr_in(name, LIVE, "be stopped")?;
                 self.world.with_ctr(name, |c| c.state = CtrState::Stopped);
                 let c = self.world.ctr(name).map(|c| c.nri()).unwrap_or_default();
                 let failed = self
@@ -1057,13 +1036,7 @@ impl Sim {
                 self.note_failed(r, &failed);
             }
             Action::Exit(name) => {
-                let (pod, ctr) = self.ctr(name)?;
-                if !matches!(ctr.state, CtrState::Created | CtrState::Running) {
-                    return Err(runtime(format!(
-                        "container {name} cannot exit: it is {}",
-                        ctr.state.as_str()
-                    )));
-                }
+                let (pod, _) = self.ctr_in(name, LIVE, "exit")?;
                 let code = step.exit_code;
                 self.world.with_ctr(name, |c| {
                     c.state = CtrState::Stopped;
@@ -1197,6 +1170,36 @@ impl Sim {
         self.world
             .pod(name)
             .ok_or_else(|| ("runtime", format!("unknown pod {name:?}")))
+    }
+
+    /// [`pod`](Self::pod), refused unless it is running.
+    fn running_pod(&self, name: &str) -> Result<Pod, (&'static str, String)> {
+        let pod = self.pod(name)?;
+        if pod.state != PodState::Ready {
+            return Err(("runtime", format!("pod {name} is not running")));
+        }
+        Ok(pod)
+    }
+
+    /// [`ctr`](Self::ctr), refused unless the container is in one of
+    /// `states`: "container NAME cannot VERB: it is STATE".
+    fn ctr_in(
+        &self,
+        name: &str,
+        states: &[CtrState],
+        verb: &str,
+    ) -> Result<(Pod, Ctr), (&'static str, String)> {
+        let (pod, ctr) = self.ctr(name)?;
+        if !states.contains(&ctr.state) {
+            return Err((
+                "runtime",
+                format!(
+                    "container {name} cannot {verb}: it is {}",
+                    ctr.state.as_str()
+                ),
+            ));
+        }
+        Ok((pod, ctr))
     }
 
     fn ctr(&self, name: &str) -> Result<(Pod, Ctr), (&'static str, String)> {

@@ -518,7 +518,12 @@ impl Plugin {
         evictions: usize,
     ) {
         let metrics = &self.settings.metrics;
-        metrics.record_plugin_adjustments(&self.name, operation, adjust, updates.len(), evictions);
+        let asked = crate::AskedFor {
+            adjust,
+            updates: updates.len(),
+            evictions,
+        };
+        metrics.record_plugin_adjustments(&self.name, operation, asked);
         if !updates.is_empty() {
             metrics.record_plugin_updates(&self.name, operation, updates);
         }

@@ -91,35 +91,7 @@ pub fn runtime_bin() -> PathBuf {
 /// Builds the nri-stub example plugin `annotate` with the cargo that built
 /// this test, into the same target directory and profile, and returns it.
 pub fn build_annotate_example() -> PathBuf {
-    // The test binary is <target>/<profile>/deps/<name>.
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    let profile = profile_dir.file_name().unwrap().to_owned();
-    let target = profile_dir.parent().unwrap();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args([
-        "build",
-        "--quiet",
-        // Every member selected: the dependencies keep the features of the
-        // `cargo test --workspace` build and are not built again.
-        "--workspace",
-        "--example",
-        "annotate",
-    ])
-    .current_dir(env!("CARGO_MANIFEST_DIR"))
-    .env("CARGO_TARGET_DIR", target);
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "cargo build --example annotate failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bin = profile_dir.join("examples").join("annotate");
-    assert!(bin.is_file(), "{} missing", bin.display());
-    bin
+    nri_interop::workspace::example("annotate").unwrap()
 }
 
 /// Waits until `path` exists.

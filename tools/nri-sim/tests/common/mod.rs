@@ -90,35 +90,11 @@ pub fn workspace_binary(bin: &str) -> PathBuf {
     cargo_build(&["--bin", bin]).join(bin)
 }
 
-/// Runs `cargo build --quiet --workspace ARGS` for this test's target
-/// directory and profile; returns the profile's directory (`target/debug`).
-/// With every workspace member selected, the dependencies get the features
-/// the `cargo test --workspace` build gave them and are not built again
-/// (`-p` resolves features for that package alone); ARGS pick the target.
+/// `cargo build --workspace ARGS` for this test's target directory and
+/// profile ([`nri_interop::workspace::cargo_build`]); the profile's
+/// directory (`target/debug`).
 pub fn cargo_build(args: &[&str]) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let profile = profile_dir
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let target = profile_dir.parent().unwrap().to_owned();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "--workspace"])
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("CARGO_TARGET_DIR", &target);
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    profile_dir
+    nri_interop::workspace::cargo_build(args).unwrap()
 }
 
 /// Runs the ulimit-adjuster sample as plugin `15-limits` on its own thread
