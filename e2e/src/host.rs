@@ -237,13 +237,25 @@ impl Daemon {
         let err = out
             .try_clone()
             .map_err(|e| E2eError::io(format!("clone {}", log.display()), e))?;
-        let child = Command::new(program)
-            .args(args)
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
-            .process_group(0)
+            .process_group(0);
+        // A test process killed from outside (a timeout, ^C) runs no Drop:
+        // the daemon is then killed by the kernel when the test thread that
+        // started it ends.
+        // SAFETY: the closure makes one prctl system call, which is
+        // async-signal-safe, and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let child = cmd
             .spawn()
             .map_err(|e| E2eError::io(format!("start {}", program.display()), e))?;
         Ok(Daemon {

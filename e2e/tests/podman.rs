@@ -111,7 +111,7 @@ struct ProbeRun {
     podman: Podman,
     probe: Probe,
     hostd: Hostd,
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
 }
 
 impl ProbeRun {
@@ -128,7 +128,7 @@ impl ProbeRun {
             podman,
             probe,
             hostd,
-            dir,
+            _dir: dir,
         })
     }
 
@@ -324,37 +324,32 @@ fn eviction_kills_the_container() {
 /// still running.
 #[test]
 fn restarted_daemon_resynchronizes_plugins() {
-    let Some(ProbeRun {
-        podman,
-        probe,
-        mut hostd,
-        dir: _dir,
-    }) = ProbeRun::start()
-    else {
+    // Kept whole: its fields drop in their order, the directory last.
+    let Some(mut run) = ProbeRun::start() else {
         return;
     };
     let mut ids = Vec::new();
     for _ in 0..2 {
         ids.push(
-            podman
+            run.podman
                 .run_detached(&[Podman::BUSYBOX, "sleep", "1000"])
                 .unwrap(),
         );
     }
-    hostd.crash();
+    run.hostd.crash();
     // Removed while the daemon is down: the wrapper passes through.
-    podman.ok(&["rm", "-f", "-t", "0", &ids[1]]).unwrap();
-    hostd.restart().unwrap();
+    run.podman.ok(&["rm", "-f", "-t", "0", &ids[1]]).unwrap();
+    run.hostd.restart().unwrap();
     let sync = wait_for("the probe to resynchronize", WAIT, || {
-        probe.events("Synchronize").into_iter().nth(1)
+        run.probe.events("Synchronize").into_iter().nth(1)
     })
     .unwrap();
     assert_eq!(sync["containers"], serde_json::json!([ids[0]]), "{sync}");
     assert_eq!(sync["pods"], serde_json::json!([ids[0]]), "{sync}");
     // The daemon still follows the survivor: its removal reaches the probe.
-    podman.ok(&["rm", "-f", "-t", "0", &ids[0]]).unwrap();
+    run.podman.ok(&["rm", "-f", "-t", "0", &ids[0]]).unwrap();
     wait_for("RemoveContainer after the restart", WAIT, || {
-        probe.events("RemoveContainer").into_iter().next()
+        run.probe.events("RemoveContainer").into_iter().next()
     })
     .unwrap();
 }
