@@ -1,57 +1,16 @@
 //! The runtime adaptation with external plugin processes: nri-rs next to the
 //! Go reference, measured in the same run on the same machine, written to
-//! `docs/PERFORMANCE.md`.
+//! `docs/PERFORMANCE.md` (`cargo bench -p nri-interop --bench adaptation`).
+//! Both runtimes are bench programs of their own with the same flags and
+//! report (`nri-rs-adaptation-bench` in `src/bin`, `nri-adaptation-bench` in
+//! interop/harness), run case by case; what each case measures is said in
+//! the document's text, `adaptation-notes/template.md`, which has a `{name}`
+//! for each figure and table.
 //!
-//! Run with `cargo bench -p nri-interop --bench adaptation`. Both runtimes
-//! run in processes of their own, with the same flags and the same JSON
-//! report: ours is `nri-rs-adaptation-bench` (this crate, `src/bin`), the Go
-//! reference's is `nri-adaptation-bench` (interop/harness, official
-//! `pkg/adaptation` v0.12.5). This program runs them one after the other,
-//! case by case, and writes the document. Plugins are external processes
-//! connected to the runtime's socket:
-//!
-//! * test plugins: `nri-rs-test-plugin` (nri-stub) and `nri-ref-plugin`
-//!   (official stub), configured by JSON;
-//! * minimal plugins: `nri-rs-min-plugin` (package `interop/min-plugin`:
-//!   nri-stub, current-thread tokio, one annotation; built by this bench in
-//!   three forms), the same plugin on the blocking stub
-//!   (`nri-rs-min-blocking-plugin`, `nri_stub::blocking`, no async runtime;
-//!   the same three forms; the one the targets use) and `nri-min-plugin`
-//!   (official stub, the same; built with and without cgo), for
-//!   CreateContainer, idle memory and Synchronize.
-//!
-//! Measured:
-//!
-//! * `CreateContainer` latency with 1 and 8 test plugins and with 8 minimal
-//!   plugins (ours on each stub), on each runtime with the same plugin
-//!   binary;
-//! * plugin registration (process start to completed Synchronize);
-//! * idle memory (`VmRSS`) of each plugin and of the runtime process with
-//!   8 plugins connected;
-//! * throughput of container lifecycles (create, start, stop, remove)
-//!   through 8 test plugins;
-//! * sustained load: lifecycles at a fixed rate for 60 s through 8 test
-//!   plugins sending unsolicited updates, latency per 5-second window and the
-//!   runtime's memory at the start and the end, all Rust against all Go;
-//! * Synchronize of 1,000 and 10,000 containers with 4 KiB of annotations
-//!   each (split into several messages), every runtime/plugin pairing;
-//! * one plugin hop (a small ttRPC call over the mux) next to a raw socket
-//!   pair round trip of the same bytes, in-process (`common/hop.rs`, the
-//!   measurement of `--bench wire`);
-//! * a WebAssembly plugin (the Go-built `nri-wasm-scripted` of
-//!   `interop/wasm-plugins`, the same file for both runtimes, pre-installed):
-//!   start-up of a runtime with it (ours from the cache of compiled modules)
-//!   and CreateContainer through it, the first call and the steady state.
-//!
-//! The document's text is `adaptation-notes/template.md`, with a `{name}`
-//! where each figure or table of the run goes.
-//!
-//! `NRI_BENCH_QUICK=1` runs every case with few iterations (a check that the
-//! bench works; it still writes the document, marked as a quick run).
-//! `NRI_ADAPTATION_BENCH_ITERS` sets the CreateContainer calls per case
-//! (default 3000, split over the case's five rounds, each runtime making
-//! them in every round). `NRI_BENCH_ONLY=wasm` runs only the WebAssembly case and
-//! prints its section without writing the document.
+//! `NRI_BENCH_QUICK=1`: few iterations (a check that the bench works; the
+//! document is marked as a quick run). `NRI_ADAPTATION_BENCH_ITERS`: the
+//! CreateContainer calls per case (default 3000, over five rounds).
+//! `NRI_BENCH_ONLY=wasm`: only the WebAssembly case, printed, no document.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -304,10 +263,8 @@ struct Pair {
     raw: Option<hop::Latency>,
 }
 
-/// Rounds of each CreateContainer case. A disturbance of the machine that
-/// hits one runtime's run and not the other's moves a single run's R/G by
-/// a fifth or more, now and then in two rounds of the same case; the round
-/// with the median R/G of five does not hang on two such runs.
+/// Rounds of each CreateContainer case (the median of five does not hang
+/// on two disturbed runs).
 const CREATE_ROUNDS: usize = 5;
 
 /// Runs one case on our runtime, then on Go's.
@@ -326,10 +283,8 @@ fn pair(progs: &Programs, plugins: usize, plugin: Plugin, args: &[String]) -> Pa
     }
 }
 
-/// Runs of each Synchronize case per runtime and plugin, their rounds
-/// pooled. All Rust and all Go run one right after the other in each, which
-/// of them goes first switching from run to run, so that a slow stretch of
-/// the machine does not fall on one side's whole case.
+/// Runs of each Synchronize case per runtime and plugin, rounds pooled,
+/// which side goes first alternating.
 const SYNC_RUNS: usize = 3;
 
 /// Synchronize of a table of `containers` containers, with our minimal
@@ -410,13 +365,9 @@ fn merge_runs(mut runs: Vec<Report>) -> Report {
     first
 }
 
-/// Runs one CreateContainer case `rounds` times, both runtimes each round,
-/// which of them goes first switching from round to round (so a trend over
-/// the rounds weighs on both alike), and keeps the round whose median R/G
-/// is the median of all rounds'. Each round starts with the case's raw
-/// chain (`raw`: its hops' bytes, measured and warm-up calls), so that the
-/// physical limit a row is held against was measured minutes, not a
-/// quarter of an hour, from it.
+/// Runs one CreateContainer case `rounds` times, both runtimes each round
+/// (which goes first alternating), each round after the case's raw chain
+/// (`raw`); keeps the round with the median R/G.
 fn pair_rounds(
     progs: &Programs,
     plugins: usize,
@@ -550,16 +501,10 @@ fn build_go_min_plugin(go_bench: &Path, cgo: bool) -> PathBuf {
     out
 }
 
-/// The three builds of the minimal Rust plugin, each of its package alone
-/// (so it gets only the dependency features it asks for, as a plugin
-/// author's crate does): (the default release profile, dynamically linked;
-/// the same, static, as `deploy/build-images` builds the shipped plugins;
-/// the release profile for size, static). Each build has a target
-/// directory of its own under `$CARGO_TARGET_DIR/min-plugin`, so that the
-/// next run rebuilds nothing. In each, the plugin on the blocking stub is
-/// built without the package's default features, as a plugin on the
-/// blocking stub depends on `nri-stub` (its lean set: no tokio), and the
-/// async one and the floor with them.
+/// The three builds of the minimal Rust plugin, its package alone
+/// (default release, dynamic; the same static, as shipped; size profile,
+/// static), each in a target directory of its own; the blocking-stub
+/// plugin without the package's default features.
 fn build_min_plugins() -> (PathBuf, PathBuf, PathBuf) {
     let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
     let base = nri_interop::bin_dir()

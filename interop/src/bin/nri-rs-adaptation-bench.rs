@@ -1,9 +1,9 @@
 //! `nri-rs-adaptation-bench`: our runtime adaptation with external plugin
-//! processes connected to its socket, in a process of its own so that its
-//! memory can be measured. It is the Rust twin of the Go
-//! `nri-adaptation-bench` (interop/harness): same flags, same measurements,
-//! same JSON document (`nri_interop::bench::Report`), and the same requests and
-//! tables. `interop/benches/adaptation.rs` runs both.
+//! processes, in a process of its own so that its memory can be measured;
+//! the twin of the Go `nri-adaptation-bench` (interop/harness): same flags,
+//! same JSON report (`nri_interop::bench::Report`). `interop/benches/
+//! adaptation.rs` runs both and describes every mode in the document it
+//! writes (`adaptation-notes/template.md`).
 //!
 //! ```text
 //! nri-rs-adaptation-bench -plugin BIN [-mode create] [-plugins 1] [-n 5000] [-warmup 500] [-registrations 10]
@@ -13,55 +13,9 @@
 //! nri-rs-adaptation-bench -plugin MODULE -mode wasm [-n 5000] [-warmup 500] [-registrations 3]
 //! ```
 //!
-//! With `NRI_BENCH_METRICS=1` in the environment, `nri-metrics` records
-//! every plugin call (metrics on; default off).
-//!
-//! * `create`: registers `-registrations` plugins one at a time (process
-//!   start to completed Synchronize), after each timing one more plugin
-//!   process from its start to its connection to a bare listener and one to
-//!   the end of a registration by a scripted runtime (frames encoded in
-//!   advance), and prints every one of these times as well as their
-//!   summaries; starts `-plugins` plugins subscribed
-//!   to CreateContainer (one annotation and one variable each), reads their
-//!   and its own `VmRSS` once every adjustment shows, times `-n`
-//!   CreateContainer calls, reads its own `VmRSS` again; then times as many
-//!   calls through the same number of fresh plugins from a scripted runtime
-//!   (each plugin's request encoded in advance, as recorded in one call
-//!   that decodes and merges the replies, so it carries the earlier
-//!   plugins' adjustments; replies read and not decoded), first
-//!   with blocking reads and writes, then with the same sockets on the event
-//!   loop; CPU time per call is read around each of the three. Before
-//!   those, our runtime makes `-n` calls more, in turns of 50 with a
-//!   scripted chain on fresh plugins that does the protocol's own work
-//!   (encoding, decoding, merging), so that the two are measured at the
-//!   same moments.
-//! * `lifecycle`: `-plugins` plugins subscribed to CreateContainer,
-//!   StartContainer, StopContainer and RemoveContainer; `-n` lifecycles
-//!   (create, start, stop, remove) one after the other.
-//! * `sync`: a table of `-containers` containers (ten per pod, four 1 KiB
-//!   annotations each) offered to `-rounds` plugins started one at a time;
-//!   each Synchronize is timed inside the runtime hook and from the
-//!   plugin's process start; then as many plugins are offered the same
-//!   table by a scripted runtime (the messages encoded in advance). Every
-//!   round's times are printed as well as their summaries.
-//! * `load`: `-plugins` plugins subscribed as in `lifecycle`, each also
-//!   sending an unsolicited UpdateContainers every `-update-ms`; lifecycles
-//!   started at a fixed `-rate` per second for `-duration` seconds, one at a
-//!   time, each timed from its scheduled start (so a late start counts);
-//!   latency per 5-second window, the runtime's `VmRSS` at the start and
-//!   the end, and the updates the runtime received.
-//! * `wasm`: `MODULE` is a WebAssembly plugin (the interop harness's
-//!   `nri-wasm-scripted`), installed as the pre-installed plugin `10-wasm`
-//!   with the configuration `{"tag": "bench"}`. One runtime is started and
-//!   stopped unmeasured, so that the compiled module is in the cache; then
-//!   `-registrations` runtimes are started one after the other, each timed
-//!   from its builder until `start` returned (the module loaded from the
-//!   cache, configured and synchronized), and stopped; then one more is
-//!   started, its first CreateContainer is timed alone, and `-n` calls after
-//!   `-warmup` unmeasured ones.
-//!
-//! The adaptation runs on a current-thread tokio runtime; the requests are
-//! made from a spawned task, as a runtime's request handlers make them.
+//! `NRI_BENCH_METRICS=1`: `nri-metrics` records every plugin call. The
+//! adaptation runs on a current-thread tokio runtime; the requests are made
+//! from a spawned task, as a runtime's request handlers make them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -405,18 +359,28 @@ impl Bench {
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let adjusted = self
-                .nri
-                .create_container(create_request(-1))
-                .await
-                .ok()
-                .and_then(|r| r.adjust)
-                .map_or(0, |a| a.annotations.len());
+            let reply = self.nri.create_container(create_request(-1)).await;
+            let adjusted = match &reply {
+                Ok(r) => r.adjust.as_ref().map_or(0, |a| a.annotations.len()),
+                Err(_) => 0,
+            };
             if adjusted == count {
                 break;
             }
-            if Instant::now() > deadline {
-                return Err(format!("{count} plugins did not all adjust within 30 s"));
+            // A plugin that exited (its registration refused or timed out)
+            // never adjusts: say so at once, and what the last call gave.
+            let exited: Vec<String> = plugins
+                .0
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(i, c)| Some(format!("bench{i} {}", c.try_wait().ok()??)))
+                .collect();
+            if !exited.is_empty() || Instant::now() > deadline {
+                let last = reply.map_or_else(|e| e.to_string(), |_| format!("{adjusted} adjusted"));
+                return Err(format!(
+                    "{count} plugins did not all adjust within 30 s (last call: {last}; exited: {})",
+                    exited.join(", ")
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -665,12 +629,9 @@ impl Script {
     }
 }
 
-/// The smallest runtime a chain of plugins can have: plugins registered by
-/// a [`Script`], then per call each plugin in turn sent its CreateContainer
-/// request encoded in advance (only its stream id written in), with
-/// blocking calls, each reply read up to its end and not decoded. Each
-/// plugin's request is the one a runtime sends it, the earlier plugins'
-/// adjustments included: recorded in one call before the measured ones.
+/// The smallest runtime a chain of plugins can have: registered by a
+/// [`Script`], each plugin sent its request recorded in advance (only the
+/// stream id written in), blocking calls, replies read and not decoded.
 struct ScriptedChain {
     conns: Vec<std::os::unix::net::UnixStream>,
     /// Each plugin's request frame; the ttRPC stream id is at
@@ -740,7 +701,7 @@ impl ScriptedChain {
         let calls = self.conns.iter_mut().zip(&mut self.pending);
         for ((conn, pending), frame) in calls.zip(&self.frames) {
             conn.write_all(frame).map_err(|e| format!("write: {e}"))?;
-            while !pending.take_reply(id)? {
+            while pending.take(id, false)?.is_none() {
                 let n = conn
                     .read(pending.spare())
                     .map_err(|e| format!("read: {e}"))?;
@@ -815,12 +776,6 @@ impl Pending {
     }
 
     /// Consumes whole frames until the reply with ttRPC stream id `id` on
-    /// the plugin service connection; `false` if it has not arrived yet.
-    fn take_reply(&mut self, id: u32) -> Result<bool, Failure> {
-        Ok(self.take(id, false)?.is_some())
-    }
-
-    /// Consumes whole frames until the reply with ttRPC stream id `id` on
     /// the plugin service connection and returns its ttRPC message (empty
     /// unless `body`); `None` if it has not arrived yet.
     fn take(&mut self, id: u32, body: bool) -> Result<Option<Vec<u8>>, Failure> {
@@ -861,11 +816,8 @@ impl Pending {
     }
 }
 
-/// The scripted chain's connections on the event loop: the same frames,
-/// written and read without blocking, each socket registered with tokio
-/// for reading only (as the mux registers a runtime's sockets), so that a
-/// reply is awaited in `epoll_wait` as a runtime serving other requests
-/// meanwhile must wait for it.
+/// The scripted chain on the event loop: sockets registered for reading
+/// only (as the mux's), each reply awaited in `epoll_wait`.
 struct EventLoopChain {
     conns: Vec<nri_mux::UnixTrunk>,
     frames: Vec<Vec<u8>>,
@@ -927,12 +879,9 @@ impl EventLoopChain {
         Ok((timed, work))
     }
 
-    /// One call through every plugin as the smallest runtime that does the
-    /// protocol's own work makes it: each plugin's request encoded from
-    /// the result merged so far (envelope and frame included), each reply
-    /// decoded and merged into it (`nri_adaptation::CreateResult`, as our
-    /// runtime merges), the replies awaited as [`EventLoopChain::call`]
-    /// awaits them. Returns the time spent encoding, decoding and merging.
+    /// One call doing the protocol's own work: each request encoded from
+    /// the result merged so far, each reply decoded and merged; returns the
+    /// time spent on that work.
     async fn call_encoding(&mut self, i: usize, poll: Duration) -> Result<Duration, Failure> {
         use tokio::io::AsyncWriteExt;
         let id = self.next_id;
@@ -960,11 +909,8 @@ impl EventLoopChain {
         Ok(work)
     }
 
-    /// One call through every plugin, one after the other. Each reply is
-    /// polled for up to `poll` (as `nri_ttrpc::Client::with_busy_poll`
-    /// does: a look, then a yield of the thread to the kernel's scheduler
-    /// and of the task to the runtime, which checks the sockets without
-    /// blocking) before the chain waits to be woken.
+    /// One call through every plugin, each reply polled for up to `poll`
+    /// (as `nri_ttrpc::Client::with_busy_poll` does), then awaited.
     async fn call(&mut self, poll: Duration) -> Result<(), Failure> {
         use tokio::io::AsyncWriteExt;
         let id = next_request(&mut self.frames, &mut self.next_id);
@@ -979,11 +925,8 @@ impl EventLoopChain {
     }
 }
 
-/// Reads `conn` into `pending` until the reply with ttRPC stream id `id`
-/// is whole, just after its request was sent: polled for up to `poll` (a
-/// look, then a yield of the thread to the kernel's scheduler and of the
-/// task to the runtime), then awaited. Returns its ttRPC message (empty
-/// unless `body`).
+/// Reads `conn` until the reply on stream `id` is whole, polled for up to
+/// `poll` then awaited; its ttRPC message (empty unless `body`).
 async fn await_reply(
     conn: &mut nri_mux::UnixTrunk,
     pending: &mut Pending,
@@ -1225,14 +1168,10 @@ struct Turns {
     plugins_cpu: (f64, f64),
 }
 
-/// Our runtime's CreateContainer through `plugins` and the scripted chain
-/// doing the protocol's own work ([`EventLoopChain::call_encoding`],
-/// polling as long as our runtime) through as many fresh plugins of the
-/// same binary, `args.n` calls each in alternating turns of [`TURN`]
-/// calls, each side's plugins idle during the other's turn: the two are
-/// measured at the same moments, which a machine whose speed moves from
-/// second to second does not give to measurements made one after the
-/// other. The chain's warm-up calls come first.
+/// Our runtime's CreateContainer and the chain doing the protocol's own
+/// work ([`EventLoopChain::call_encoding`]) on fresh plugins, `args.n`
+/// calls each in alternating turns of [`TURN`], so both are measured at
+/// the same moments.
 async fn measure_in_turns(
     b: &Bench,
     plugins: &Plugins,
@@ -1650,18 +1589,10 @@ async fn wasm_create(nri: &Adaptation, i: usize) -> Result<(), Failure> {
     }
 }
 
-/// The module's part of each CreateContainer of mode wasm, without the
-/// adaptation: the same file loaded with `nri-wasm` alone, configured as
-/// the adaptation configures it, and for each container the two calls the
-/// adaptation makes (the plugin validates too) with the requests the
-/// adaptation sends: CreateContainer with the normalized request, then
-/// ValidateContainerAdjustment with the container, the merged adjustment,
-/// the fields' owners and the plugin's name (the adaptation's own merge
-/// code builds them). Each sample is the time of both calls (requests
-/// encoded beforehand, replies not decoded); each sample of the second
-/// list is the time of the work around them that any runtime must do:
-/// normalizing and encoding the request, decoding the reply, merging it,
-/// building and encoding the validation request, decoding its reply.
+/// The module's part of each CreateContainer of mode wasm: the file loaded
+/// with `nri-wasm` alone, and per container the adaptation's two calls
+/// (CreateContainer, ValidateContainerAdjustment) with its requests encoded
+/// beforehand; second list: the work around them no runtime can skip.
 async fn module_alone(path: &Path, args: &Args) -> Result<(Vec<Duration>, Vec<Duration>), Failure> {
     use nri_adaptation::CreateResult;
     use nri_wasm::{WasmEvent, WasmOptions, WasmPlugin};
