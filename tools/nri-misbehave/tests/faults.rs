@@ -444,6 +444,20 @@ impl Harness {
         seen.wait_for(&format!("sync {pods:?} {ctrs:?}")).await;
         task.abort();
     }
+
+    /// The end of every test: the runtime still serves its healthy plugins,
+    /// a late plugin sees all its state, and it stops in time.
+    async fn finish(&self) {
+        self.assert_healthy().await;
+        self.finish_kept().await;
+    }
+
+    /// [`Harness::finish`] for tests that checked the healthy plugins
+    /// themselves.
+    async fn finish_kept(&self) {
+        self.assert_state_kept().await;
+        within(WAIT, self.nri.stop()).await;
+    }
 }
 
 fn assert_live(what: &str, elapsed: Duration, timeout: Duration) {
@@ -527,9 +541,7 @@ async fn fault_in_create_container(kind: FaultKind, name: &str) {
     let outcome = within(WAIT, task).await.unwrap().unwrap();
     assert_eq!(outcome, Outcome::Disconnected);
 
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -581,9 +593,7 @@ async fn process_exits_in_the_middle_of_a_call() {
     h.wait_listed(&["05-alpha", "90-omega"]).await;
     assert_warned("50-bad-exit-call").await;
 
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 /// Runs the lifecycle call of `method` for pod0 / container c0.
@@ -743,9 +753,7 @@ async fn fault_in_every_event(kind: FaultKind) {
         assert_warned(&full).await;
         within(WAIT, task).await.unwrap().unwrap();
     }
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -786,9 +794,7 @@ async fn hang_in_validation() {
         }
     })
     .await;
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -856,9 +862,7 @@ async fn fault_while_starting(kind: FaultKind, method: &str, name: &str, outcome
     assert_eq!(within(WAIT, task).await.unwrap().unwrap(), outcome);
     assert_warned(&format!("50-{name}")).await;
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -896,8 +900,7 @@ async fn exit_while_being_synchronized() {
     assert_warned("50-bad-exit-sync").await;
     h.assert_healthy().await;
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish_kept().await;
 }
 
 #[tokio::test]
@@ -925,8 +928,7 @@ async fn close_during_split_synchronize() {
 
     h.assert_healthy().await;
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish_kept().await;
 }
 
 #[tokio::test]
@@ -947,9 +949,7 @@ async fn never_register_holds_up_only_later_registrations() {
     // It never said its name: the log can only tell the timeout.
     wait_logged(&[" ERROR "], &["plugin registration timed out"]).await;
 
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -968,8 +968,7 @@ async fn broken_bytes_before_registration_cost_only_that_connection() {
         assert_eq!(bad.probe().registered(), 0, "{kind}");
         h.assert_healthy().await;
     }
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish_kept().await;
 }
 
 // ---------------------------------------------------------------------------
@@ -982,9 +981,7 @@ async fn launched_plugin_that_never_registers() {
     assert_warned("bad-launched-silent").await;
     wait_gone(&pid_file).await;
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -995,9 +992,7 @@ async fn launched_plugin_hanging_in_synchronize_at_start_up() {
     assert_warned("50-bad-launched-sync").await;
     wait_gone(&pid_file).await;
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -1022,9 +1017,7 @@ async fn launched_plugin_failing_in_create(file: &str, fault: &str) {
     assert_eq!(h.plugin_names(), ["05-alpha", "90-omega"]);
     assert_warned(file).await;
     wait_gone(&pid_file).await;
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 // ---------------------------------------------------------------------------
@@ -1073,9 +1066,7 @@ async fn flood_of_unsolicited_updates() {
         }
     })
     .await;
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -1130,9 +1121,7 @@ async fn flood_ignoring_replies_is_bounded() {
     let sent = bad.probe().updates_sent();
     assert!(sent < COUNT, "all {sent} updates of the flood were taken");
     task.abort();
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -1152,9 +1141,7 @@ async fn same_identity_twice_keeps_both_by_default() {
     let reqs = bad.probe().requests();
     assert!(reqs.contains(&"CreateContainer".to_string()), "{reqs:?}");
     assert!(reqs.contains(&"CreateContainer@1".to_string()), "{reqs:?}");
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -1184,9 +1171,7 @@ async fn same_identity_twice_with_replacement_keeps_the_newer() {
     let reqs = bad.probe().requests();
     assert!(!reqs.contains(&"CreateContainer".to_string()), "{reqs:?}");
     assert!(reqs.contains(&"CreateContainer@1".to_string()), "{reqs:?}");
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -1220,8 +1205,7 @@ async fn failed_replacement_keeps_the_serving_plugin() {
             .count(),
         2
     );
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish_kept().await;
 }
 
 #[tokio::test]
@@ -1251,9 +1235,7 @@ async fn replaced_plugin_hanging_in_shutdown() {
     // The old connection is closed after the request timeout at the latest.
     let outcome = within(WAIT, task).await.unwrap().unwrap();
     assert_eq!(outcome, Outcome::Disconnected);
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
 
 #[tokio::test]
@@ -1293,7 +1275,5 @@ async fn conflicting_adjustments_fail_the_call_and_name_both_plugins() {
         }
     })
     .await;
-    h.assert_healthy().await;
-    h.assert_state_kept().await;
-    within(WAIT, h.nri.stop()).await;
+    h.finish().await;
 }
