@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -322,36 +323,22 @@ fn run_ok(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Stops a child process by pid when dropped, pass or fail.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-#[test]
-fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
-    let guide = fs::read_to_string(root().join("docs/plugin-guide.md")).expect("read the guide");
-    let blocks = code_blocks(&guide);
-    let manifest = block(&blocks, "toml", "[package]");
-    let main_rs = block(&blocks, "rust", "use std::process::ExitCode;");
-    let launched = block(&blocks, "yaml", "description: my-plugin sets");
-    let external = block(&blocks, "yaml", "description: my-plugin as an external");
-
-    // The guide's layout: the plugin's directory next to the checkout.
-    let dir = tempfile::tempdir().expect("temporary directory");
-    std::os::unix::fs::symlink(root(), dir.path().join("nri-rs")).expect("link the checkout");
-    run_ok(Command::new(env!("CARGO")).current_dir(dir.path()).args([
+/// The guide's plugin, built from an empty directory under `dir` as the
+/// guide writes it (its Cargo.toml and src/main.rs taken from the guide), in
+/// the guide's layout: `dir/my-plugin` next to the checkout `dir/nri-rs`.
+/// Returns the plugin's directory and its release binary.
+fn guide_plugin(blocks: &[(String, String)], dir: &Path) -> (PathBuf, PathBuf) {
+    let manifest = block(blocks, "toml", "[package]");
+    let main_rs = block(blocks, "rust", "use std::process::ExitCode;");
+    std::os::unix::fs::symlink(root(), dir.join("nri-rs")).expect("link the checkout");
+    run_ok(Command::new(env!("CARGO")).current_dir(dir).args([
         "new",
         "--quiet",
         "--vcs",
         "none",
         "my-plugin",
     ]));
-    let plugin_dir = dir.path().join("my-plugin");
+    let plugin_dir = dir.join("my-plugin");
     fs::copy(root().join("Cargo.lock"), plugin_dir.join("Cargo.lock")).expect("copy Cargo.lock");
     fs::write(plugin_dir.join("Cargo.toml"), manifest).expect("write Cargo.toml");
     fs::write(plugin_dir.join("src/main.rs"), main_rs).expect("write main.rs");
@@ -366,6 +353,27 @@ fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
             .args(["build", "--release", "--quiet"]),
     );
     let plugin = plugin_dir.join("target/release/my-plugin");
+    (plugin_dir, plugin)
+}
+
+/// Stops a child process by pid when dropped, pass or fail.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
+    let guide = fs::read_to_string(root().join("docs/plugin-guide.md")).expect("read the guide");
+    let blocks = code_blocks(&guide);
+    let launched = block(&blocks, "yaml", "description: my-plugin sets");
+    let external = block(&blocks, "yaml", "description: my-plugin as an external");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (plugin_dir, plugin) = guide_plugin(&blocks, dir.path());
     let help = run_ok(Command::new(&plugin).arg("-h"));
     for option in [
         "--socket-path",
@@ -476,4 +484,157 @@ fn the_guide_plugin_takes_the_usual_options_and_passes_its_scenarios() {
         "{err}"
     );
     assert!(err.contains("(another socket: -socket-path PATH)"), "{err}");
+}
+
+/// Section 6 of the guide, run as written but for its build line (the
+/// suite's build of nri-hostd and nri-runc is used): its shell block with
+/// `/tmp/nri-try` moved into a temporary directory, and `podman` keeping its
+/// images, containers and configuration there too (a `podman` first on
+/// `PATH` that adds `--root`, `--runroot`, `--tmpdir` and names its own
+/// `containers.conf` and `storage.conf`; the configuration sets no default
+/// ulimits, so the block's own `--ulimit` flags are what let runc start here).
+/// What the container prints is the plugin's effect inside it: its variable
+/// and its memory limit as the container's cgroup has it.
+#[test]
+fn the_guide_runs_its_plugin_in_a_podman_container() {
+    let mut packages = nri_e2e::podman::PACKAGES.to_vec();
+    packages.push("busybox-static");
+    if !nri_e2e::host::prepare("plugin-guide podman", &packages) {
+        return;
+    }
+    let guide = fs::read_to_string(root().join("docs/plugin-guide.md")).expect("read the guide");
+    let blocks = code_blocks(&guide);
+    let section = block(&blocks, "sh", "cd ../nri-rs\n");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (plugin_dir, _) = guide_plugin(&blocks, dir.path());
+
+    let try_dir = dir.path().join("nri-try");
+    let private = dir.path().join("podman");
+    fs::create_dir_all(private.join("tmp")).expect("podman's directory");
+    fs::write(
+        private.join("containers.conf"),
+        "[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nruntime = \"runc\"\n",
+    )
+    .expect("containers.conf");
+    fs::write(
+        private.join("storage.conf"),
+        format!(
+            "[storage]\ndriver = \"overlay\"\nrunroot = {:?}\ngraphroot = {:?}\n",
+            private.join("runroot"),
+            private.join("root")
+        ),
+    )
+    .expect("storage.conf");
+    let real_podman = run_ok(Command::new("sh").args(["-c", "command -v podman"]));
+    let shim_dir = private.join("bin");
+    fs::create_dir_all(&shim_dir).expect("bin directory");
+    let shim = shim_dir.join("podman");
+    fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nCONTAINERS_CONF={conf:?} CONTAINERS_STORAGE_CONF={storage:?} \
+             exec {podman} --root {root:?} --runroot {runroot:?} --tmpdir {tmp:?} \"$@\"\n",
+            conf = private.join("containers.conf"),
+            storage = private.join("storage.conf"),
+            podman = real_podman.trim(),
+            root = private.join("root"),
+            runroot = private.join("runroot"),
+            tmp = private.join("tmp"),
+        ),
+    )
+    .expect("write the podman shim");
+    fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod the podman shim");
+    let path = format!(
+        "{}:{}",
+        shim_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // Whatever happens, podman's storage is released and every process the
+    // block started (nri-hostd and its plugin) is stopped.
+    struct Cleanup {
+        shim: PathBuf,
+        group: Option<i32>,
+    }
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            if let Some(pgid) = self.group.and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            }
+            let _ = Command::new(&self.shim)
+                .args(["rm", "-af", "-t", "0"])
+                .output();
+            let _ = Command::new(&self.shim)
+                .args(["system", "reset", "-f"])
+                .output();
+        }
+    }
+    let mut cleanup = Cleanup {
+        shim: shim.clone(),
+        group: None,
+    };
+
+    // The block's release build of nri-hostd takes minutes (the WebAssembly
+    // engine); the suite's own build of the same two programs stands in for
+    // it, and the block runs them from where that build put them.
+    const BUILD: &str = "cargo build --release -p nri-hostd -p nri-runc\n";
+    assert!(
+        section.contains(BUILD),
+        "the block's build line changed:\n{section}"
+    );
+    let (hostd_bin, _) = nri_e2e::podman::binaries().expect("build nri-hostd and nri-runc");
+    let built = hostd_bin
+        .parent()
+        .expect("the build's directory")
+        .display()
+        .to_string();
+    let script = section
+        .replace(BUILD, "")
+        // `nri-rs` is a link to the checkout here, and `..` from inside it is
+        // the checkout's own parent: the plugin's directory by its path.
+        .replace("../my-plugin/", &format!("{}/", plugin_dir.display()))
+        .replace(" target/release/", &format!(" {built}/"))
+        .replace("\ntarget/release/", &format!("\n{built}/"))
+        .replace("/tmp/nri-try", &try_dir.display().to_string());
+    let out_file = dir.path().join("block.out");
+    let err_file = dir.path().join("block.err");
+    // `timeout` (in a process group of its own, which it signals) bounds the
+    // block: its wait for nri-hostd's socket would not end if the daemon did
+    // not start. The time covers a first release build of nri-hostd.
+    let mut child = Command::new("timeout")
+        .args([
+            "--kill-after=10",
+            "1800",
+            "bash",
+            "-euo",
+            "pipefail",
+            "-c",
+            &script,
+        ])
+        .current_dir(dir.path().join("my-plugin"))
+        .env("PATH", path)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out_file).expect("output file"))
+        .stderr(fs::File::create(&err_file).expect("error file"))
+        .process_group(0)
+        .spawn()
+        .expect("run the guide's block");
+    cleanup.group = i32::try_from(child.id()).ok();
+    let status = child.wait().expect("wait for the block");
+    let stdout = fs::read_to_string(&out_file).unwrap_or_default();
+    let stderr = fs::read_to_string(&err_file).unwrap_or_default();
+    let hostd_log = fs::read_to_string(try_dir.join("hostd.log")).unwrap_or_default();
+    assert!(
+        status.success(),
+        "the guide's block failed ({status}):\n{stdout}\n{stderr}\nnri-hostd:\n{hostd_log}"
+    );
+    // The container's two lines come last: the plugin's variable, then the
+    // memory limit its cgroup has.
+    let lines: Vec<&str> = stdout.lines().map(str::trim).collect();
+    assert!(
+        lines.ends_with(&["50-my-plugin", "268435456"]),
+        "{stdout}\n{stderr}"
+    );
+    drop(cleanup);
 }
