@@ -160,11 +160,39 @@ impl Drop for ShimSocketDir {
         let mut users = SHIM_DIR_USERS.lock().unwrap_or_else(|e| e.into_inner());
         users.0 -= 1;
         if users.0 == 0 {
+            let created = std::mem::take(&mut users.1);
+            if created.iter().any(|d| d == Path::new(SHIM_SOCKET_DIR)) {
+                clear_shim_sockets(Path::new(SHIM_SOCKET_DIR));
+            }
             // Innermost first; `remove_dir` leaves a directory that is not empty.
-            for dir in std::mem::take(&mut users.1) {
+            for dir in created {
                 let _ = fs::remove_dir(dir);
             }
         }
+    }
+}
+
+/// Waits (at most 10 s) until the shim socket directory the tests created
+/// is empty: a shim removes its socket when it exits, which can be after its
+/// containerd stopped. A socket nobody listens on any more (its shim was
+/// killed) is removed; a live one is left alone, and then the directory too.
+fn clear_shim_sockets(dir: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut live = 0;
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match std::os::unix::net::UnixStream::connect(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    let _ = fs::remove_file(&path);
+                }
+                _ => live += 1,
+            }
+        }
+        if live == 0 || std::time::Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -183,6 +183,8 @@ fn config_toml(layout: &Layout, bin_dir: &Path, o: &Options, pause: &str) -> Res
          container_attach_socket_dir = \"{d}/attach\"\nhooks_dir = [\"{d}/hooks.d\"]\n\
          [crio.runtime.runtimes.runc]\nruntime_path = \"/usr/sbin/runc\"\n\
          runtime_root = \"{d}/runc\"\nmonitor_path = \"/usr/bin/conmon\"\n\
+         [crio.runtime.runtimes.crun]\nruntime_root = \"{d}/crun\"\n\
+         monitor_path = \"/usr/bin/conmon\"\n\
          [crio.image]\npause_image = \"{pause}\"\npause_command = \"\"\n\
          signature_policy = \"{d}/policy.json\"\n\
          [crio.network]\nnetwork_dir = \"{d}/cni/net.d\"\nplugin_dirs = [\"{d}/cni/bin\"]\n\

@@ -462,34 +462,25 @@ fn samples_preinstalled(runtime: Runtime) {
     check_sample_effects(ctrd.as_ref(), &f);
 }
 
-#[test]
-fn sample_plugins_external_containerd_2() {
-    samples_external(Runtime::Containerd(CONTAINERD_VERSION));
+/// A `#[test]` for each named case: `name => function(runtime)`.
+macro_rules! runtime_tests {
+    ($($name:ident => $case:ident($runtime:expr);)+) => {
+        $(
+            #[test]
+            fn $name() {
+                $case($runtime);
+            }
+        )+
+    };
 }
 
-#[test]
-fn sample_plugins_preinstalled_containerd_2() {
-    samples_preinstalled(Runtime::Containerd(CONTAINERD_VERSION));
-}
-
-#[test]
-fn sample_plugins_external_containerd_1_7() {
-    samples_external(Runtime::Containerd(CONTAINERD_17_VERSION));
-}
-
-#[test]
-fn sample_plugins_preinstalled_containerd_1_7() {
-    samples_preinstalled(Runtime::Containerd(CONTAINERD_17_VERSION));
-}
-
-#[test]
-fn sample_plugins_external_crio() {
-    samples_external(Runtime::Crio);
-}
-
-#[test]
-fn sample_plugins_preinstalled_crio() {
-    samples_preinstalled(Runtime::Crio);
+runtime_tests! {
+    sample_plugins_external_containerd_2 => samples_external(Runtime::Containerd(CONTAINERD_VERSION));
+    sample_plugins_preinstalled_containerd_2 => samples_preinstalled(Runtime::Containerd(CONTAINERD_VERSION));
+    sample_plugins_external_containerd_1_7 => samples_external(Runtime::Containerd(CONTAINERD_17_VERSION));
+    sample_plugins_preinstalled_containerd_1_7 => samples_preinstalled(Runtime::Containerd(CONTAINERD_17_VERSION));
+    sample_plugins_external_crio => samples_external(Runtime::Crio);
+    sample_plugins_preinstalled_crio => samples_preinstalled(Runtime::Crio);
 }
 
 // ---------------------------------------------------------------------------
