@@ -27,7 +27,3 @@ require (
 	golang.org/x/sys v0.39.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240528184218-531527333157 // indirect
 )
-
-require nri-rs.dev/interop/harness-shared v0.0.0
-
-replace nri-rs.dev/interop/harness-shared => ../harness-shared

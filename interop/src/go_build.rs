@@ -8,27 +8,47 @@ use std::sync::OnceLock;
 
 use rustix::fs::{flock, FlockOperation};
 
-/// Go modules of the harness and the programs they hold.
-const MODULES: &[(&str, &[&str])] = &[
-    (
-        "harness",
-        &[
-            "nri-ref-runtime",
-            "nri-ref-plugin",
-            "nri-wire-vectors",
-            "nri-wire-bench",
-            "nri-adaptation-bench",
+/// One `go build` in the Go module `interop/harness`.
+struct GoBuild {
+    /// Flags before the packages.
+    flags: &'static [&'static str],
+    /// The packages built, into one output directory.
+    packages: &'static [&'static str],
+    /// The programs kept: the name `go build` gave the binary (its package's
+    /// directory) and the program's name.
+    programs: &'static [(&'static str, &'static str)],
+}
+
+/// The harness builds: the programs on NRI v0.12.5 (`go.mod`), and the
+/// v0.9.0 ones from the sources of `nri-ref-runtime` and `nri-ref-plugin`
+/// against `go.v0.9.mod`, with the build tag `nri_v09`.
+const BUILDS: &[GoBuild] = &[
+    GoBuild {
+        flags: &[],
+        packages: &["./cmd/..."],
+        programs: &[
+            ("nri-ref-runtime", "nri-ref-runtime"),
+            ("nri-ref-plugin", "nri-ref-plugin"),
+            ("nri-wire-vectors", "nri-wire-vectors"),
+            ("nri-wire-bench", "nri-wire-bench"),
+            ("nri-adaptation-bench", "nri-adaptation-bench"),
         ],
-    ),
-    (
-        "harness-old",
-        &["nri-ref-runtime-old", "nri-ref-plugin-old"],
-    ),
+    },
+    GoBuild {
+        flags: &["-modfile=go.v0.9.mod", "-tags=nri_v09"],
+        packages: &["./cmd/nri-ref-runtime", "./cmd/nri-ref-plugin"],
+        programs: &[
+            ("nri-ref-runtime", "nri-ref-runtime-old"),
+            ("nri-ref-plugin", "nri-ref-plugin-old"),
+        ],
+    },
 ];
 
 /// Names of all harness programs.
 pub fn harness_programs() -> impl Iterator<Item = &'static str> {
-    MODULES.iter().flat_map(|(_, progs)| progs.iter().copied())
+    BUILDS
+        .iter()
+        .flat_map(|build| build.programs.iter().map(|&(_, name)| name))
 }
 
 /// The `interop/` directory (this crate's manifest directory).
@@ -60,9 +80,10 @@ fn go_binary() -> OsString {
 /// Returns the path of a Go harness program, building all of them first
 /// (once per process; concurrent test processes serialize on a lock file).
 ///
-/// Programs: `nri-ref-runtime`, `nri-ref-plugin`, `nri-wire-vectors`
-/// (module `interop/harness`, official NRI v0.12.x) and
-/// `nri-ref-runtime-old` (module `interop/harness-old`, NRI v0.9.0).
+/// Programs (all of module `interop/harness`): `nri-ref-runtime`,
+/// `nri-ref-plugin`, `nri-wire-vectors`, `nri-wire-bench`,
+/// `nri-adaptation-bench` (official NRI v0.12.x), and `nri-ref-runtime-old`
+/// and `nri-ref-plugin-old`, the first two built against NRI v0.9.0.
 ///
 /// # Panics
 ///
@@ -201,17 +222,18 @@ fn build_all() -> Result<PathBuf, String> {
     fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let lock = lock_build_dir(&dir)?;
 
-    for (module, programs) in MODULES {
-        build_module(&go, &interop_dir().join(module), programs, &dir)?;
+    let module = interop_dir().join("harness");
+    for build in BUILDS {
+        run_build(&go, &module, build, &dir)?;
     }
     drop(lock);
     Ok(dir)
 }
 
-/// Builds every program of one module into a scratch directory, then moves
-/// the binaries into `dir` by rename, so that a concurrently running copy
-/// of an older binary is never overwritten in place.
-fn build_module(go: &OsString, module: &Path, programs: &[&str], dir: &Path) -> Result<(), String> {
+/// Runs one build into a scratch directory, then moves the binaries into
+/// `dir` by rename, so that a concurrently running copy of an older binary
+/// is never overwritten in place.
+fn run_build(go: &OsString, module: &Path, build: &GoBuild, dir: &Path) -> Result<(), String> {
     let scratch = tempfile::Builder::new()
         .prefix(".build-")
         .tempdir_in(dir)
@@ -223,22 +245,28 @@ fn build_module(go: &OsString, module: &Path, programs: &[&str], dir: &Path) -> 
         .env("GOFLAGS", "-mod=readonly -buildvcs=false")
         .env("GOWORK", "off")
         .arg("build")
+        .args(build.flags)
         .arg("-o")
         .arg(&out_dir)
-        .arg("./cmd/...")
+        .args(build.packages)
         .output()
         .map_err(|e| format!("run go build in {}: {e}", module.display()))?;
     if !output.status.success() {
+        let command: Vec<_> = std::iter::once(&"go build")
+            .chain(build.flags)
+            .copied()
+            .collect();
         return Err(format!(
-            "go build in {} failed ({}):\n{}{}",
+            "{} in {} failed ({}):\n{}{}",
+            command.join(" "),
             module.display(),
             output.status,
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    for program in programs {
-        let from = scratch.path().join(program);
+    for (built, program) in build.programs {
+        let from = scratch.path().join(built);
         let to = dir.join(program);
         fs::rename(&from, &to)
             .map_err(|e| format!("move {} to {}: {e}", from.display(), to.display()))?;

@@ -1,14 +1,14 @@
 //! Helpers for testing nri-rs against the Go reference implementation of
 //! NRI (`github.com/containerd/nri`).
 //!
-//! The Go side lives in two Go modules next to this crate:
-//!
-//! * `interop/harness` (official NRI v0.12.x): `nri-ref-runtime` (the
-//!   official runtime adaptation replaying a JSON scenario),
-//!   `nri-ref-plugin` (a plugin on the official stub, logging every event
-//!   as JSON lines) and `nri-wire-vectors` (byte-level mux/ttRPC vectors);
-//! * `interop/harness-old` (NRI v0.9.0): `nri-ref-runtime-old`, an old
-//!   runtime that delivers most events as `StateChange`.
+//! The Go side lives in the Go module `interop/harness` next to this crate
+//! (official NRI v0.12.x): `nri-ref-runtime` (the official runtime
+//! adaptation replaying a JSON scenario), `nri-ref-plugin` (a plugin on the
+//! official stub, logging every event as JSON lines) and `nri-wire-vectors`
+//! (byte-level mux/ttRPC vectors). The same sources of the runtime and the
+//! plugin, built against NRI v0.9.0 (`go.v0.9.mod`, build tag `nri_v09`),
+//! are `nri-ref-runtime-old`, an old runtime that delivers most events as
+//! `StateChange`, and `nri-ref-plugin-old`.
 //!
 //! [`harness_bin`] builds them with the local Go toolchain (once per test
 //! process) and returns a program's path; the other helpers write

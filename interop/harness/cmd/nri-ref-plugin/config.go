@@ -1,29 +1,55 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+
 	"github.com/containerd/nri/pkg/api"
-	"nri-rs.dev/interop/harness-shared/refplugin"
 )
 
-// Config drives the behaviour of the reference plugin: the part both NRI
-// versions share (refplugin.Common) and what v0.12 adds.
+// Config drives the behaviour of the reference plugin. Every map is keyed by
+// event name as spelled by the NRI API (e.g. "CreateContainer",
+// "Synchronize", "Configure").
 type Config struct {
-	refplugin.Common
+	// Events to subscribe to (names accepted by api.ParseEventMask).
+	// Empty: answer 0, i.e. everything the plugin implements.
+	Events []string `json:"events,omitempty"`
+	// Log is the JSON-lines event log (the -log flag wins).
+	Log string `json:"log,omitempty"`
+	// Adjust is the adjustment returned from CreateContainer.
+	Adjust *api.ContainerAdjustment `json:"adjust,omitempty"`
+	// Update holds the updates returned per event (Synchronize,
+	// CreateContainer, UpdateContainer, StopContainer).
+	Update map[string][]*api.ContainerUpdate `json:"update,omitempty"`
+	// Evict holds the evictions returned per event (CreateContainer,
+	// UpdateContainer). The Go stub has no API for them; they are added to
+	// the response by a ttRPC server interceptor.
+	Evict map[string][]*api.ContainerEviction `json:"evict,omitempty"`
+	// Error makes the handler of an event fail with the given message.
+	Error map[string]string `json:"error,omitempty"`
 	// ErrorCode is the status code (its Go name, e.g. "DeadlineExceeded")
 	// of an event's Error; without one the stub answers Unknown.
 	ErrorCode map[string]string `json:"error_code,omitempty"`
+	// DelayMs delays the handler of an event before it answers.
+	DelayMs map[string]int64 `json:"delay_ms,omitempty"`
+	// Exit makes the process exit with the given code on receiving an event
+	// (before answering), simulating a crash.
+	Exit map[string]int `json:"exit,omitempty"`
+	// Reject makes ValidateContainerAdjustment reject with Reason (NRI
+	// v0.9.0 knows no ValidateContainerAdjustment: there they are ignored).
+	Reject bool   `json:"reject,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Unsolicited container update requests sent to the runtime.
 	Unsolicited []Unsolicited `json:"unsolicited,omitempty"`
-	// FailurePolicy is announced in the Configure response.
-	FailurePolicy *api.FailurePolicy `json:"failure_policy,omitempty"`
-	// Trace installs containerd's otelttrpc server interceptor (with an
-	// OpenTelemetry SDK tracer): handlers run in a span continuing the
-	// runtime's trace, and log entries carry its trace id.
-	Trace bool `json:"trace,omitempty"`
 	// ByContainer overrides the per-event behaviour for events about one
 	// container, keyed by container id or name (the id is looked up first).
 	// This lets one plugin process answer many independent cases.
 	ByContainer map[string]*Behavior `json:"by_container,omitempty"`
+	// The keys only one NRI version can honour ("failure_policy", "trace"
+	// on v0.12; the build for v0.9.0 refuses them as unknown).
+	versionConfig
 }
 
 // Behavior is the per-container part of the configuration. A field that is
@@ -120,8 +146,27 @@ type Unsolicited struct {
 	Evict []*api.ContainerEviction `json:"evict,omitempty"`
 }
 
-func loadConfig(path string) (*Config, error) { return refplugin.LoadJSON[Config](path) }
+// loadConfig reads the configuration file at path (an empty configuration
+// for ""), refusing unknown fields.
+func loadConfig(path string) (*Config, error) {
+	if path == "" {
+		return &Config{}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return parseConfig(path, data)
+}
 
+// parseConfig decodes a configuration from origin (a path, or "from
+// runtime"), refusing unknown fields.
 func parseConfig(origin string, data []byte) (*Config, error) {
-	return refplugin.ParseJSON[Config](origin, data)
+	cfg := &Config{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return nil, fmt.Errorf("parse config %s: %w", origin, err)
+	}
+	return cfg, nil
 }

@@ -2,6 +2,12 @@
 // (github.com/containerd/nri/pkg/stub). It implements every handler, logs
 // every event it receives as a JSON line, and answers as its JSON
 // configuration tells it to. See interop/README.md.
+//
+// Built with -tags nri_v09 against NRI v0.9.0 (go.v0.9.mod) it is
+// nri-ref-plugin-old: the same plugin for the events v0.9.0 knows. That
+// stub has no dedicated RPCs for the notification events, so a runtime
+// delivers them as StateChange (the log's "rpc" field). What differs between
+// the versions is in nri_v012.go and nri_v09.go.
 package main
 
 import (
@@ -16,14 +22,9 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
-	"github.com/containerd/otelttrpc"
 	"github.com/containerd/ttrpc"
-	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"nri-rs.dev/interop/harness-shared/refplugin"
 )
 
 type plugin struct {
@@ -51,7 +52,7 @@ func main() {
 
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "nri-ref-plugin:", err)
+		fmt.Fprintln(os.Stderr, progName+":", err)
 		os.Exit(2)
 	}
 	if *logPath != "" {
@@ -59,28 +60,20 @@ func main() {
 	}
 	elog, err := openLog(cfg.Log)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "nri-ref-plugin: open log:", err)
+		fmt.Fprintln(os.Stderr, progName+": open log:", err)
 		os.Exit(2)
 	}
 
 	p := &plugin{cfg: cfg, log: elog, fired: map[int]bool{}}
 
-	serverInterceptors := []ttrpc.UnaryServerInterceptor{p.serverInterceptor}
-	if cfg.Trace {
-		tp := sdktrace.NewTracerProvider()
-		defer tp.Shutdown(context.Background())
-		serverInterceptors = append([]ttrpc.UnaryServerInterceptor{
-			otelttrpc.UnaryServerInterceptor(
-				otelttrpc.WithTracerProvider(tp),
-				otelttrpc.WithPropagators(propagation.TraceContext{}),
-			),
-		}, serverInterceptors...)
-	}
+	tracing, stopTracing := p.tracingInterceptors()
+	defer stopTracing()
+	serverInterceptors := append(tracing, p.serverInterceptor)
 
 	closed := make(chan struct{})
 	opts := []stub.Option{
 		stub.WithOnClose(func() {
-			p.log.Write(&Entry{Event: "closed"}, "closed")
+			p.log.Write(&Entry{Event: "closed"})
 			close(closed)
 		}),
 		stub.WithTTRPCOptions(
@@ -98,21 +91,19 @@ func main() {
 	if *socketPath != "" {
 		opts = append(opts, stub.WithSocketPath(*socketPath))
 	}
-	if cfg.FailurePolicy != nil {
-		opts = append(opts, stub.WithFailurePolicy(cfg.FailurePolicy))
-	}
+	opts = append(opts, versionOptions(cfg)...)
 
 	p.stub, err = stub.New(p, opts...)
 	if err != nil {
-		p.log.Write(&Entry{Event: "error", Error: "create stub: " + err.Error()}, "error")
-		fmt.Fprintln(os.Stderr, "nri-ref-plugin: create stub:", err)
+		p.log.Write(&Entry{Event: "error", Error: "create stub: " + err.Error()})
+		fmt.Fprintln(os.Stderr, progName+": create stub:", err)
 		os.Exit(1)
 	}
 
 	ctx := context.Background()
 	if err := p.stub.Start(ctx); err != nil {
-		p.log.Write(&Entry{Event: "error", Error: "start: " + err.Error()}, "error")
-		fmt.Fprintln(os.Stderr, "nri-ref-plugin: start:", err)
+		p.log.Write(&Entry{Event: "error", Error: "start: " + err.Error()})
+		fmt.Fprintln(os.Stderr, progName+": start:", err)
 		os.Exit(1)
 	}
 	p.trigger("")
@@ -121,24 +112,16 @@ func main() {
 	case <-closed:
 	case <-time.After(time.Second):
 	}
-	p.log.Write(&Entry{Event: "exit"}, "exit")
+	p.log.Write(&Entry{Event: "exit"})
 }
 
 // enter runs the common part of every handler: log the event, honour the
 // configured exit/delay, fire unsolicited updates bound to the event, and
 // return the configured error.
 func (p *plugin) enter(ctx context.Context, e *Entry) error {
-	e.RPC = refplugin.RPCOf(ctx)
-	if p.cfg.Trace {
-		// The span otelttrpc's server interceptor started for this request.
-		if span, ok := trace.SpanFromContext(ctx).(sdktrace.ReadOnlySpan); ok {
-			e.TraceID = span.SpanContext().TraceID().String()
-			if parent := span.Parent(); parent.IsValid() {
-				e.ParentSpanID = parent.SpanID().String()
-			}
-		}
-	}
-	p.log.Write(e, e.Event)
+	e.RPC = rpcOf(ctx)
+	p.traceOf(ctx, e)
+	p.log.Write(e)
 	if code, ok := p.cfg.Exit[e.Event]; ok {
 		os.Exit(code)
 	}
@@ -146,11 +129,7 @@ func (p *plugin) enter(ctx context.Context, e *Entry) error {
 		time.Sleep(time.Duration(d) * time.Millisecond)
 	}
 	p.trigger(e.Event)
-	ctr := e.Container
-	if ctr == nil && e.Validate != nil {
-		ctr = e.Validate.Container
-	}
-	if msg, ok := p.cfg.errorFor(e.Event, ctr); ok {
+	if msg, ok := p.cfg.errorFor(e.Event, e.subject()); ok {
 		if name, ok := p.cfg.ErrorCode[e.Event]; ok {
 			return status.Error(codeNamed(name), msg)
 		}
@@ -211,7 +190,7 @@ func (p *plugin) sendOne(u *Unsolicited) {
 	if err != nil {
 		e.Error = err.Error()
 	}
-	p.log.Write(e, e.Event)
+	p.log.Write(e)
 }
 
 func (p *plugin) Configure(ctx context.Context, config, runtime, version string) (stub.EventMask, error) {
@@ -229,7 +208,7 @@ func (p *plugin) Configure(ctx context.Context, config, runtime, version string)
 	}
 	e := &Entry{
 		Event: "Configure", Config: &config, Runtime: runtime, Version: version,
-		NRIVersion: p.stub.RuntimeNRIVersion(),
+		NRIVersion: runtimeNRIVersion(p.stub),
 		RegTimeout: p.stub.RegistrationTimeout().Milliseconds(),
 		ReqTimeout: p.stub.RequestTimeout().Milliseconds(),
 	}
@@ -255,14 +234,6 @@ func (p *plugin) Shutdown(ctx context.Context) {
 
 func (p *plugin) RunPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
 	return p.enter(ctx, &Entry{Event: "RunPodSandbox", Pod: pod})
-}
-
-func (p *plugin) UpdatePodSandbox(ctx context.Context, pod *api.PodSandbox, overhead, res *api.LinuxResources) error {
-	return p.enter(ctx, &Entry{Event: "UpdatePodSandbox", Pod: pod, Overhead: overhead, Resources: res})
-}
-
-func (p *plugin) PostUpdatePodSandbox(ctx context.Context, pod *api.PodSandbox) error {
-	return p.enter(ctx, &Entry{Event: "PostUpdatePodSandbox", Pod: pod})
 }
 
 func (p *plugin) StopPodSandbox(ctx context.Context, pod *api.PodSandbox) error {
@@ -314,14 +285,4 @@ func (p *plugin) StopContainer(ctx context.Context, pod *api.PodSandbox, ctr *ap
 
 func (p *plugin) RemoveContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) error {
 	return p.enter(ctx, &Entry{Event: "RemoveContainer", Pod: pod, Container: ctr})
-}
-
-func (p *plugin) ValidateContainerAdjustment(ctx context.Context, req *api.ValidateContainerAdjustmentRequest) error {
-	if err := p.enter(ctx, &Entry{Event: "ValidateContainerAdjustment", Validate: req}); err != nil {
-		return err
-	}
-	if reject, reason := p.cfg.rejection(req.GetContainer()); reject {
-		return errors.New(reason)
-	}
-	return nil
 }

@@ -2,6 +2,15 @@
 // (github.com/containerd/nri/pkg/adaptation) and replays a scenario of pod
 // and container lifecycle events against the connected plugins. It prints
 // one JSON document with the result of every step. See interop/README.md.
+//
+// Built with -tags nri_v09 against NRI v0.9.0 (go.v0.9.mod) it is
+// nri-ref-runtime-old, an old runtime (containerd 1.7/2.0 era): its
+// notification entry points take a StateChangeEvent, so RunPodSandbox,
+// StopPodSandbox, RemovePodSandbox, PostCreateContainer, StartContainer,
+// PostStartContainer, PostUpdateContainer and RemoveContainer reach plugins
+// as StateChange RPCs; UpdatePodSandbox and PostUpdatePodSandbox do not exist
+// in that version, those steps fail with an error. What differs between the
+// versions is in nri_v012.go and nri_v09.go.
 package main
 
 import (
@@ -13,13 +22,9 @@ import (
 
 	"github.com/containerd/nri/pkg/adaptation"
 	"github.com/containerd/nri/pkg/api"
-	"github.com/containerd/otelttrpc"
 	"github.com/containerd/ttrpc"
-	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
-	"nri-rs.dev/interop/harness-shared/scenario"
+	"nri-rs.dev/interop/harness/internal/scenario"
 )
 
 func main() {
@@ -29,23 +34,23 @@ func main() {
 		pluginDir    = flag.String("plugin-dir", "", "directory of pre-installed plugins (empty: none)")
 		configDir    = flag.String("plugin-config-dir", "", "drop-in directory of plugin configuration (empty: none)")
 		outputPath   = flag.String("output", "", "output file (default stdout)")
-		raw          = flag.Bool("raw", false, "do not strip empty fields from step results")
+		raw          = flag.Bool("raw", rawDefault, rawUsage)
 	)
 	flag.Parse()
 
 	if *scenarioPath == "" {
-		fmt.Fprintln(os.Stderr, "nri-ref-runtime: -scenario is required")
+		fmt.Fprintln(os.Stderr, progName+": -scenario is required")
 		os.Exit(2)
 	}
 	sc, err := scenario.Load(*scenarioPath)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "nri-ref-runtime:", err)
+		fmt.Fprintln(os.Stderr, progName+":", err)
 		os.Exit(2)
 	}
 
 	out := run(sc, *socketPath, *pluginDir, *configDir, !*raw)
 	if err := scenario.WriteOutput(out, *outputPath); err != nil {
-		fmt.Fprintln(os.Stderr, "nri-ref-runtime: write output:", err)
+		fmt.Fprintln(os.Stderr, progName+": write output:", err)
 		os.Exit(1)
 	}
 	if out.Error != "" {
@@ -61,7 +66,7 @@ type runner struct {
 	nri   *adaptation.Adaptation
 	strip bool
 	// tracer starts the span of each step (scenarios with "trace").
-	tracer trace.Tracer
+	tracer tracer
 }
 
 func run(sc *scenario.Scenario, socketPath, pluginDir, configDir string, strip bool) *scenario.Output {
@@ -90,20 +95,9 @@ func run(sc *scenario.Scenario, socketPath, pluginDir, configDir string, strip b
 		out.Error = err.Error()
 		return out
 	}
-	clientInterceptors := []ttrpc.UnaryClientInterceptor{rt.rec.ClientInterceptor}
-	if sc.Trace {
-		// A real SDK tracer provider (sampling every root span, exporting
-		// nowhere) and the W3C propagator, as containerd configures them.
-		tp := sdktrace.NewTracerProvider()
-		defer tp.Shutdown(context.Background())
-		rt.tracer = tp.Tracer("nri-ref-runtime")
-		clientInterceptors = append([]ttrpc.UnaryClientInterceptor{
-			otelttrpc.UnaryClientInterceptor(
-				otelttrpc.WithTracerProvider(tp),
-				otelttrpc.WithPropagators(propagation.TraceContext{}),
-			),
-		}, clientInterceptors...)
-	}
+	tracing, stopTracing := rt.setUpTracing()
+	defer stopTracing()
+	clientInterceptors := append(tracing, rt.rec.ClientInterceptor)
 	opts = append(opts, adaptation.WithTTRPCOptions(
 		[]ttrpc.ClientOpts{ttrpc.WithChainUnaryClientInterceptor(clientInterceptors...)},
 		[]ttrpc.ServerOpt{ttrpc.WithUnaryServerInterceptor(rt.rec.ServerInterceptor)},
@@ -146,7 +140,7 @@ func options(socketPath, pluginDir, configDir string) (func(), []adaptation.Opti
 		}
 	}
 	if pluginDir == "" || configDir == "" {
-		dir, err := os.MkdirTemp("", "nri-ref-runtime-")
+		dir, err := os.MkdirTemp("", progName+"-")
 		if err != nil {
 			return cleanup, nil, err
 		}
@@ -202,13 +196,9 @@ func nonNil(u []*api.ContainerUpdate) []*api.ContainerUpdate {
 
 func (rt *runner) step(st *scenario.Step) scenario.StepResult {
 	res := scenario.StepResult{Op: st.Op, Pod: st.Pod, Container: st.Container}
-	ctx := context.Background()
-	if rt.tracer != nil {
-		var span trace.Span
-		ctx, span = rt.tracer.Start(ctx, st.Op)
-		defer span.End()
-		res.TraceID = span.SpanContext().TraceID().String()
-	}
+	ctx, traceID, end := rt.startSpan(context.Background(), st.Op)
+	defer end()
+	res.TraceID = traceID
 	result, err := rt.exec(ctx, st)
 	res.Result = result
 	res.Error = scenario.ErrString(err)
@@ -232,24 +222,17 @@ func (rt *runner) exec(ctx context.Context, st *scenario.Step) (interface{}, err
 
 	case "RunPodSandbox":
 		pod := rt.table.Pod(st.Pod)
-		err := rt.nri.RunPodSandbox(ctx, &api.RunPodSandboxRequest{Pod: pod})
+		err := rt.notify(ctx, st.Op, pod, nil)
 		if err == nil {
 			rt.table.AddPod(pod)
 		}
 		return nil, err
-	case "UpdatePodSandbox":
-		rpl, err := rt.nri.UpdatePodSandbox(ctx, &api.UpdatePodSandboxRequest{
-			Pod:                    rt.table.Pod(st.Pod),
-			OverheadLinuxResources: st.OverheadLinuxResources,
-			LinuxResources:         st.LinuxResources,
-		})
-		return result(rpl, err)
-	case "PostUpdatePodSandbox":
-		return nil, rt.nri.PostUpdatePodSandbox(ctx, &api.PostUpdatePodSandboxRequest{Pod: rt.table.Pod(st.Pod)})
+	case "UpdatePodSandbox", "PostUpdatePodSandbox":
+		return rt.updatePodSandbox(ctx, st)
 	case "StopPodSandbox":
-		return nil, rt.nri.StopPodSandbox(ctx, &api.StopPodSandboxRequest{Pod: rt.table.Pod(st.Pod)})
+		return nil, rt.notify(ctx, st.Op, rt.table.Pod(st.Pod), nil)
 	case "RemovePodSandbox":
-		err := rt.nri.RemovePodSandbox(ctx, &api.RemovePodSandboxRequest{Pod: rt.table.Pod(st.Pod)})
+		err := rt.notify(ctx, st.Op, rt.table.Pod(st.Pod), nil)
 		rt.table.RemovePod(st.Pod)
 		return nil, err
 
@@ -263,23 +246,23 @@ func (rt *runner) exec(ctx context.Context, st *scenario.Step) (interface{}, err
 		rt.table.AddContainer(ctr)
 		rt.table.ApplyUpdates(rpl.Update, rt.fail)
 		if rt.strip {
-			rpl.Adjust = rpl.Adjust.Strip()
+			rpl.Adjust = stripAdjustment(rpl.Adjust)
 			rpl.Update = stripUpdates(rpl.Update)
 		}
 		return rpl, nil
 	case "PostCreateContainer":
 		pod, ctr := rt.container(st)
-		return nil, rt.nri.PostCreateContainer(ctx, &api.PostCreateContainerRequest{Pod: pod, Container: ctr})
+		return nil, rt.notify(ctx, st.Op, pod, ctr)
 	case "StartContainer":
 		pod, ctr := rt.container(st)
-		err := rt.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: pod, Container: ctr})
+		err := rt.notify(ctx, st.Op, pod, ctr)
 		if err == nil {
 			rt.table.SetState(ctr.Id, api.ContainerState_CONTAINER_RUNNING)
 		}
 		return nil, err
 	case "PostStartContainer":
 		pod, ctr := rt.container(st)
-		return nil, rt.nri.PostStartContainer(ctx, &api.PostStartContainerRequest{Pod: pod, Container: ctr})
+		return nil, rt.notify(ctx, st.Op, pod, ctr)
 	case "UpdateContainer":
 		pod, ctr := rt.container(st)
 		rpl, err := rt.nri.UpdateContainer(ctx, &api.UpdateContainerRequest{
@@ -296,7 +279,7 @@ func (rt *runner) exec(ctx context.Context, st *scenario.Step) (interface{}, err
 		return rpl, nil
 	case "PostUpdateContainer":
 		pod, ctr := rt.container(st)
-		return nil, rt.nri.PostUpdateContainer(ctx, &api.PostUpdateContainerRequest{Pod: pod, Container: ctr})
+		return nil, rt.notify(ctx, st.Op, pod, ctr)
 	case "StopContainer":
 		pod, ctr := rt.container(st)
 		rpl, err := rt.nri.StopContainer(ctx, &api.StopContainerRequest{Pod: pod, Container: ctr})
@@ -311,7 +294,7 @@ func (rt *runner) exec(ctx context.Context, st *scenario.Step) (interface{}, err
 		return rpl, nil
 	case "RemoveContainer":
 		pod, ctr := rt.container(st)
-		err := rt.nri.RemoveContainer(ctx, &api.RemoveContainerRequest{Pod: pod, Container: ctr})
+		err := rt.notify(ctx, st.Op, pod, ctr)
 		rt.table.RemoveContainer(ctr.Id)
 		return nil, err
 	}
@@ -326,23 +309,6 @@ func (rt *runner) container(st *scenario.Step) (*api.PodSandbox, *api.Container)
 		pod = rt.table.Pod(st.Pod)
 	}
 	return pod, ctr
-}
-
-func result(rpl interface{}, err error) (interface{}, error) {
-	if err != nil {
-		return nil, err
-	}
-	return rpl, nil
-}
-
-func stripUpdates(updates []*api.ContainerUpdate) []*api.ContainerUpdate {
-	var kept []*api.ContainerUpdate
-	for _, u := range updates {
-		if u = u.Strip(); u != nil {
-			kept = append(kept, u)
-		}
-	}
-	return kept
 }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
