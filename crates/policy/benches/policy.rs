@@ -174,14 +174,11 @@ fn validators() -> (PolicyValidator, DefaultValidator) {
     (PolicyValidator::new(policy), default)
 }
 
-fn bench(c: &mut Criterion) {
-    let (policy, default) = validators();
-    let req = request();
-    // CpuShares is owned but no rule allows it: refused under default deny.
-    // Leave it out of the measured request so both validators accept.
-    let mut req_ok = req.clone();
-    req_ok
-        .owners
+/// `req` without its owner of ctr0's CPU shares.
+fn without_cpu_shares(
+    mut req: ValidateContainerAdjustmentRequest,
+) -> ValidateContainerAdjustmentRequest {
+    req.owners
         .as_mut()
         .unwrap()
         .owners
@@ -189,6 +186,15 @@ fn bench(c: &mut Criterion) {
         .unwrap()
         .simple
         .remove(&(Field::CpuShares as i32));
+    req
+}
+
+fn bench(c: &mut Criterion) {
+    let (policy, default) = validators();
+    let req = request();
+    // CpuShares is owned but no rule allows it: refused under default deny.
+    // Leave it out of the measured request so both validators accept.
+    let req_ok = without_cpu_shares(req.clone());
     assert!(policy.validate(&req_ok).is_ok());
     assert!(policy.validate(&req).is_err());
     assert!(default.validate(&req_ok).is_ok());
@@ -238,15 +244,7 @@ fn main() {
         .filter(|&n| n >= 100)
         .unwrap_or(20_000);
     let (policy, default) = validators();
-    let mut req = request();
-    req.owners
-        .as_mut()
-        .unwrap()
-        .owners
-        .get_mut("ctr0")
-        .unwrap()
-        .simple
-        .remove(&(Field::CpuShares as i32));
+    let req = without_cpu_shares(request());
     let (dm, dp) = percentiles(iters, || {
         let _ = black_box(default.validate(black_box(&req)));
     });

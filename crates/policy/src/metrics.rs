@@ -20,6 +20,17 @@ struct ViolationLabels {
     rule: String,
 }
 
+impl ViolationLabels {
+    fn new(mode: &'static str, plugin: &str, field: &str, rule: &str) -> Self {
+        ViolationLabels {
+            mode,
+            plugin: plugin.to_owned(),
+            field: field.to_owned(),
+            rule: rule.to_owned(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReloadLabels {
     result: &'static str,
@@ -97,12 +108,7 @@ impl PolicyMetrics {
 
     pub(crate) fn violation(&self, mode: &'static str, plugin: &str, field: &str, rule: &str) {
         self.violations
-            .get_or_create(&ViolationLabels {
-                mode,
-                plugin: plugin.to_owned(),
-                field: field.to_owned(),
-                rule: rule.to_owned(),
-            })
+            .get_or_create(&ViolationLabels::new(mode, plugin, field, rule))
             .inc();
     }
 
@@ -134,12 +140,7 @@ impl PolicyMetrics {
     pub fn violations(&self, mode: &str, plugin: &str, field: &str, rule: &str) -> u64 {
         let mode = if mode == "audit" { "audit" } else { "enforce" };
         self.violations
-            .get_or_create(&ViolationLabels {
-                mode,
-                plugin: plugin.to_owned(),
-                field: field.to_owned(),
-                rule: rule.to_owned(),
-            })
+            .get_or_create(&ViolationLabels::new(mode, plugin, field, rule))
             .get()
     }
 

@@ -12,6 +12,7 @@ use crate::error::handler_status;
 use crate::events::subscription;
 use crate::identity::Identity;
 use crate::panic::{Caught, HandlerPanic};
+use crate::stub::SessionParts;
 use crate::sync::{Pending, SyncMessage, Tables};
 use crate::{ConfigureInfo, Context, Error, Plugin, RuntimeHandle};
 
@@ -55,24 +56,16 @@ struct State {
 }
 
 impl<P: Plugin> Session<P> {
-    pub(crate) fn new(
-        plugin: Arc<P>,
-        identity: Arc<Identity>,
-        implemented: EventMask,
-        handle: RuntimeHandle,
-        extras: ConfigureExtras,
-        configured: oneshot::Sender<Result<(), Error>>,
-        shutdown: Arc<Notify>,
-    ) -> Self {
+    pub(crate) fn new(plugin: Arc<P>, parts: SessionParts) -> Self {
         Session {
             plugin,
-            identity,
-            implemented,
-            handle,
-            extras,
+            identity: parts.identity,
+            implemented: parts.implemented,
+            handle: parts.handle,
+            extras: parts.extras,
             state: Mutex::new(State::default()),
-            configured: Mutex::new(Some(configured)),
-            shutdown,
+            configured: Mutex::new(Some(parts.configured)),
+            shutdown: parts.shutdown,
         }
     }
 

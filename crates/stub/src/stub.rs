@@ -29,12 +29,12 @@ const LINGER: Duration = Duration::from_secs(1);
 
 /// Everything a session needs, handed to the type-erased server factory.
 pub(crate) struct SessionParts {
-    identity: Arc<Identity>,
-    implemented: EventMask,
-    handle: RuntimeHandle,
-    extras: ConfigureExtras,
-    configured: oneshot::Sender<Result<(), Error>>,
-    shutdown: Arc<Notify>,
+    pub(crate) identity: Arc<Identity>,
+    pub(crate) implemented: EventMask,
+    pub(crate) handle: RuntimeHandle,
+    pub(crate) extras: ConfigureExtras,
+    pub(crate) configured: oneshot::Sender<Result<(), Error>>,
+    pub(crate) shutdown: Arc<Notify>,
 }
 
 type ServerFactory = Box<dyn Fn(SessionParts) -> Server + Send + Sync>;
@@ -118,15 +118,7 @@ impl Stub {
         extras: ConfigureExtras,
     ) -> Self {
         let make_server: ServerFactory = Box::new(move |parts: SessionParts| {
-            let session = Session::new(
-                Arc::clone(&plugin),
-                parts.identity,
-                parts.implemented,
-                parts.handle,
-                parts.extras,
-                parts.configured,
-                parts.shutdown,
-            );
+            let session = Session::new(Arc::clone(&plugin), parts);
             plugin_server(Arc::new(session))
         });
         Stub {

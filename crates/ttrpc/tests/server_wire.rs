@@ -6,6 +6,16 @@ use common::*;
 use nri_ttrpc::frame::{FrameHeader, MESSAGE_TYPE_DATA, MESSAGE_TYPE_REQUEST};
 use nri_ttrpc::{proto, Code, Error, MAX_MESSAGE_LEN};
 use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+
+/// Sends `req` on stream `id` and reads the answer, which must come back on
+/// that stream.
+async fn exchange(peer: &mut UnixStream, id: u32, req: &proto::Request) -> proto::Response {
+    peer.write_all(&encode_request(id, req)).await.unwrap();
+    let (h, resp) = read_response(peer).await;
+    assert_eq!(h.stream_id, id);
+    resp
+}
 
 #[tokio::test]
 async fn ok_response_bytes_are_exact() {
@@ -32,19 +42,13 @@ async fn unimplemented_texts_follow_go() {
     let (mut peer, _server) = start_raw_client();
     let mut req = request("Echo", b"", 0);
     req.service = "other.Svc".into();
-    peer.write_all(&encode_request(1, &req)).await.unwrap();
-    let (h, resp) = read_response(&mut peer).await;
-    assert_eq!(h.stream_id, 1);
+    let resp = exchange(&mut peer, 1, &req).await;
     assert_eq!(
         status_of(&resp),
         (Code::Unimplemented, "service other.Svc".to_string())
     );
 
-    peer.write_all(&encode_request(3, &request("Missing", b"", 0)))
-        .await
-        .unwrap();
-    let (h, resp) = read_response(&mut peer).await;
-    assert_eq!(h.stream_id, 3);
+    let resp = exchange(&mut peer, 3, &request("Missing", b"", 0)).await;
     assert_eq!(
         status_of(&resp),
         (Code::Unimplemented, "method Missing".to_string())
@@ -135,11 +139,7 @@ async fn oversized_request_is_answered_and_connection_survives() {
         )
     );
 
-    peer.write_all(&encode_request(3, &request("Echo", b"again", 0)))
-        .await
-        .unwrap();
-    let (h, resp) = read_response(&mut peer).await;
-    assert_eq!(h.stream_id, 3);
+    let resp = exchange(&mut peer, 3, &request("Echo", b"again", 0)).await;
     assert_eq!(resp.payload, b"again");
     assert!(!server.is_finished());
 }
@@ -147,11 +147,7 @@ async fn oversized_request_is_answered_and_connection_survives() {
 #[tokio::test]
 async fn even_stream_id_is_invalid_argument() {
     let (mut peer, _server) = start_raw_client();
-    peer.write_all(&encode_request(2, &request("Echo", b"", 0)))
-        .await
-        .unwrap();
-    let (h, resp) = read_response(&mut peer).await;
-    assert_eq!(h.stream_id, 2);
+    let resp = exchange(&mut peer, 2, &request("Echo", b"", 0)).await;
     assert_eq!(
         status_of(&resp),
         (
@@ -169,11 +165,7 @@ async fn reused_stream_id_is_invalid_argument() {
         .unwrap();
     let (_, resp) = read_response(&mut peer).await;
     assert_eq!(resp.payload, b"x");
-    peer.write_all(&encode_request(3, &request("Echo", b"y", 0)))
-        .await
-        .unwrap();
-    let (h, resp) = read_response(&mut peer).await;
-    assert_eq!(h.stream_id, 3);
+    let resp = exchange(&mut peer, 3, &request("Echo", b"y", 0)).await;
     assert_eq!(
         status_of(&resp),
         (
@@ -182,11 +174,7 @@ async fn reused_stream_id_is_invalid_argument() {
         )
     );
     // Higher ids keep working.
-    peer.write_all(&encode_request(7, &request("Echo", b"z", 0)))
-        .await
-        .unwrap();
-    let (h, resp) = read_response(&mut peer).await;
-    assert_eq!(h.stream_id, 7);
+    let resp = exchange(&mut peer, 7, &request("Echo", b"z", 0)).await;
     assert_eq!(resp.payload, b"z");
 }
 
@@ -223,11 +211,7 @@ async fn data_and_unknown_frames_are_ignored() {
         };
         write_raw(&mut peer, header, b"abc").await;
     }
-    peer.write_all(&encode_request(1, &request("Echo", b"after", 0)))
-        .await
-        .unwrap();
-    let (h, resp) = read_response(&mut peer).await;
-    assert_eq!(h.stream_id, 1);
+    let resp = exchange(&mut peer, 1, &request("Echo", b"after", 0)).await;
     assert_eq!(resp.payload, b"after");
     assert!(!server.is_finished());
 }

@@ -122,10 +122,9 @@ impl DefaultValidatorConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn everything_on() -> DefaultValidatorConfig {
+impl DefaultValidatorConfig {
+    /// Enabled with every rejection on, nothing required.
+    pub(crate) fn rejecting_everything() -> DefaultValidatorConfig {
         DefaultValidatorConfig {
             enable: true,
             reject_oci_hook_adjustment: true,
@@ -134,8 +133,20 @@ mod tests {
             reject_custom_seccomp_adjustment: true,
             reject_namespace_adjustment: true,
             reject_sysctl_adjustment: true,
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn everything_on() -> DefaultValidatorConfig {
+        DefaultValidatorConfig {
             required_plugins: vec!["a".into(), "10-b".into()],
             tolerate_missing_plugins_annotation: "tol".into(),
+            ..DefaultValidatorConfig::rejecting_everything()
         }
     }
 

@@ -98,16 +98,7 @@ fn validator(cfg: DefaultValidatorConfig) -> DefaultValidator {
 }
 
 fn everything_rejected() -> DefaultValidatorConfig {
-    DefaultValidatorConfig {
-        enable: true,
-        reject_oci_hook_adjustment: true,
-        reject_runtime_default_seccomp_adjustment: true,
-        reject_unconfined_seccomp_adjustment: true,
-        reject_custom_seccomp_adjustment: true,
-        reject_namespace_adjustment: true,
-        reject_sysctl_adjustment: true,
-        ..Default::default()
-    }
+    DefaultValidatorConfig::rejecting_everything()
 }
 
 fn message(v: &DefaultValidator, req: &ValidateContainerAdjustmentRequest) -> String {
