@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use crate::cri::{free_port, start_daemon, CriRuntime, Layout, Options};
 use crate::gobuild::{build_from_source, go, go_build_cached};
-use crate::host::{run, Daemon};
+use crate::host::{run, wait_for, Daemon};
 use crate::image::{self, ImageArchive};
 use crate::{E2eError, Result};
 
@@ -177,23 +177,23 @@ impl Drop for ShimSocketDir {
 /// containerd stopped. A socket nobody listens on any more (its shim was
 /// killed) is removed; a live one is left alone, and then the directory too.
 fn clear_shim_sockets(dir: &Path) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut live = 0;
-        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            match std::os::unix::net::UnixStream::connect(&path) {
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    let _ = fs::remove_file(&path);
-                }
-                _ => live += 1,
-            }
-        }
-        if live == 0 || std::time::Instant::now() >= deadline {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let _ = wait_for("the shims' sockets to go", Duration::from_secs(10), || {
+        let live = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(
+                |entry| match std::os::unix::net::UnixStream::connect(entry.path()) {
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                        let _ = fs::remove_file(entry.path());
+                        false
+                    }
+                    _ => true,
+                },
+            )
+            .count();
+        (live == 0).then_some(())
+    });
 }
 
 impl Containerd {

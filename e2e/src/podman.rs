@@ -56,6 +56,29 @@ fn mkdir(path: &Path) -> Result<()> {
     fs::create_dir_all(path).map_err(|e| E2eError::io(format!("create {}", path.display()), e))
 }
 
+/// podman's private directories under `base` (`tmp/`; `root/` and
+/// `runroot/` as `storage.conf` names them) and its `containers.conf`:
+/// `containers` (TOML tables placed first), then cgroupfs, events in a
+/// file and runc as the default runtime.
+pub fn write_private_config(base: &Path, containers: &str) -> Result<()> {
+    mkdir(&base.join("tmp"))?;
+    write(
+        &base.join("containers.conf"),
+        &format!(
+            "{containers}[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
+             runtime = \"runc\"\n"
+        ),
+    )?;
+    write(
+        &base.join("storage.conf"),
+        &format!(
+            "[storage]\ndriver = \"overlay\"\nrunroot = {:?}\ngraphroot = {:?}\n",
+            base.join("runroot"),
+            base.join("root")
+        ),
+    )
+}
+
 /// An OCI bundle `<dir>/bundle` of the busybox image (`umoci unpack`), its
 /// process `args`, without a terminal: for driving a runtime directly.
 pub fn busybox_bundle(dir: &Path, args: &[&str]) -> Result<PathBuf> {
@@ -302,21 +325,10 @@ impl Podman {
     /// under `dir` ([`Hostd::configure`]) with the default policy.
     pub fn new(dir: &Path) -> Result<Podman> {
         let base = dir.join("podman");
-        mkdir(&base.join("tmp"))?;
-        write(
-            &base.join("containers.conf"),
+        write_private_config(
+            &base,
             "[containers]\n\
-             default_ulimits = [\"nofile=20000:20000\", \"nproc=32768:32768\"]\n\
-             [engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
-             runtime = \"runc\"\n",
-        )?;
-        write(
-            &base.join("storage.conf"),
-            &format!(
-                "[storage]\ndriver = \"overlay\"\nrunroot = {:?}\ngraphroot = {:?}\n",
-                base.join("runroot"),
-                base.join("root")
-            ),
+             default_ulimits = [\"nofile=20000:20000\", \"nproc=32768:32768\"]\n",
         )?;
         let podman = Podman {
             runtime: base.join("nri-runc"),

@@ -510,21 +510,7 @@ fn the_guide_runs_its_plugin_in_a_podman_container() {
 
     let try_dir = dir.path().join("nri-try");
     let private = dir.path().join("podman");
-    fs::create_dir_all(private.join("tmp")).expect("podman's directory");
-    fs::write(
-        private.join("containers.conf"),
-        "[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nruntime = \"runc\"\n",
-    )
-    .expect("containers.conf");
-    fs::write(
-        private.join("storage.conf"),
-        format!(
-            "[storage]\ndriver = \"overlay\"\nrunroot = {:?}\ngraphroot = {:?}\n",
-            private.join("runroot"),
-            private.join("root")
-        ),
-    )
-    .expect("storage.conf");
+    nri_e2e::podman::write_private_config(&private, "").expect("podman's configuration");
     let real_podman = run_ok(Command::new("sh").args(["-c", "command -v podman"]));
     let shim_dir = private.join("bin");
     fs::create_dir_all(&shim_dir).expect("bin directory");
