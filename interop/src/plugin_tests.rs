@@ -43,10 +43,10 @@ use std::time::{Duration, Instant};
 
 use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
 use nri_api::{
-    Container, ContainerEviction, ContainerState, ContainerUpdate, CreateContainerRequest,
-    CreateContainerResponse, PodSandbox, RunPodSandboxRequest,
+    Container, ContainerState, CreateContainerRequest, CreateContainerResponse, PodSandbox,
+    RunPodSandboxRequest,
 };
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::{wait_for_path, write_json, RefRuntime, RuntimeOutput};
 
@@ -250,6 +250,42 @@ pub fn step<'a>(out: &'a RuntimeOutput, op: &str) -> (&'a Value, &'a str) {
     (&s["result"], s["error"].as_str().unwrap_or(""))
 }
 
+/// The requests (no notifications) of a container's life in a pod, for
+/// [`pod0_steps`]: the pod started, the container created, started, updated,
+/// stopped and removed, then the pod stopped and removed.
+pub const POD0_REQUESTS: [&str; 8] = [
+    "RunPodSandbox",
+    "CreateContainer",
+    "StartContainer",
+    "UpdateContainer",
+    "StopContainer",
+    "RemoveContainer",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+];
+
+/// The steps of a Go runtime scenario in which pod `pod0` and its container
+/// `ctr0` go through `events`: a wait (up to 30 s) for one plugin, one step
+/// per event, on `pod0` or on `ctr0`, then `stop`. `UpdatePodSandbox` asks
+/// for empty resources, `UpdateContainer` for `update` (e.g. [`cpu_shares`]).
+pub fn pod0_steps(events: &[&str], update: Value) -> Value {
+    let mut steps = vec![json!({"op": "wait_plugins", "count": 1, "timeout_ms": 30000})];
+    steps.extend(events.iter().map(|&op| match op {
+        "UpdatePodSandbox" => json!({"op": op, "pod": "pod0",
+                                     "linux_resources": {}, "overhead_linux_resources": {}}),
+        "UpdateContainer" => json!({"op": op, "container": "ctr0", "linux_resources": update}),
+        _ if op.ends_with("PodSandbox") => json!({"op": op, "pod": "pod0"}),
+        _ => json!({"op": op, "container": "ctr0"}),
+    }));
+    steps.push(json!({"op": "stop"}));
+    Value::Array(steps)
+}
+
+/// Linux resources with only the CPU shares set.
+pub fn cpu_shares(shares: u64) -> Value {
+    json!({"cpu": {"shares": {"value": shares}}})
+}
+
 /// A runtime with no pods or containers that accepts every update.
 struct NoState;
 
@@ -258,15 +294,6 @@ impl RuntimeHooks for NoState {
     async fn synchronize(&self, sync: &mut dyn Synchronizer) -> Result<(), BoxError> {
         sync.synchronize(&[], &[]).await?;
         Ok(())
-    }
-
-    async fn update_containers(
-        &self,
-        _plugin: &str,
-        _updates: Vec<ContainerUpdate>,
-        _evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError> {
-        Ok(Vec::new())
     }
 }
 

@@ -10,24 +10,12 @@ mod common;
 use std::path::Path;
 
 use common::runtimes::{install_go_plugin, spawn_go_plugin, Rt, Running};
-use common::{lifecycle, TIMEOUT};
+use common::{lifecycle, STATE_CHANGE_EVENTS, TIMEOUT};
 use nri_interop::{read_event_log, wait_for_events, RuntimeOutput};
 use serde_json::{json, Value};
 
 const REF: &str = "nri-ref-plugin";
 const OLD: &str = "nri-ref-plugin-old";
-
-/// Events v0.9.0 delivers through StateChange.
-const STATE_CHANGE_EVENTS: &[&str] = &[
-    "RunPodSandbox",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "PostUpdateContainer",
-    "RemoveContainer",
-];
 
 fn every_event_steps() -> Value {
     json!([
@@ -76,6 +64,34 @@ fn scripted_config(log: &Path) -> Value {
     })
 }
 
+/// Our runtime on `scenario` with `program` pre-installed once per
+/// `(idx-name, config)` of `plugins` (in `dir/plugins`, the configurations
+/// in `dir/conf`).
+fn run_preinstalled(
+    dir: &Path,
+    scenario: &Value,
+    program: &str,
+    plugins: &[(&str, Value)],
+) -> RuntimeOutput {
+    let plugin_dir = dir.join("plugins");
+    let conf_dir = dir.join("conf");
+    for (id, config) in plugins {
+        install_go_plugin(&plugin_dir, &conf_dir, program, id, config);
+    }
+    Running::spawn(
+        Rt::Rust,
+        dir,
+        scenario,
+        &[
+            "-plugin-dir".as_ref(),
+            plugin_dir.as_os_str(),
+            "-plugin-config-dir".as_ref(),
+            conf_dir.as_os_str(),
+        ],
+    )
+    .finish(TIMEOUT)
+}
+
 /// Runs the every-event scenario on our runtime with `program` as plugin
 /// `10-go`, external or pre-installed; returns the output and the log.
 fn run_every_event(program: &str, external: bool) -> (RuntimeOutput, Vec<Value>, Value) {
@@ -97,21 +113,7 @@ fn run_every_event(program: &str, external: bool) -> (RuntimeOutput, Vec<Value>,
         );
         out
     } else {
-        let plugins = dir.path().join("plugins");
-        let conf = dir.path().join("conf");
-        install_go_plugin(&plugins, &conf, program, "10-go", &config);
-        Running::spawn(
-            Rt::Rust,
-            dir.path(),
-            &sc,
-            &[
-                "-plugin-dir".as_ref(),
-                plugins.as_os_str(),
-                "-plugin-config-dir".as_ref(),
-                conf.as_os_str(),
-            ],
-        )
-        .finish(TIMEOUT)
+        run_preinstalled(dir.path(), &sc, program, &[("10-go", config.clone())])
     };
     let events = read_event_log(&log).unwrap();
     (out, events, config)
@@ -280,23 +282,7 @@ fn faults(program: &str, external: bool) {
         }
         rt.finish(TIMEOUT)
     } else {
-        let plugins = dir.path().join("plugins");
-        let conf = dir.path().join("conf");
-        for (id, config) in &configs {
-            install_go_plugin(&plugins, &conf, program, id, config);
-        }
-        Running::spawn(
-            Rt::Rust,
-            dir.path(),
-            &sc,
-            &[
-                "-plugin-dir".as_ref(),
-                plugins.as_os_str(),
-                "-plugin-config-dir".as_ref(),
-                conf.as_os_str(),
-            ],
-        )
-        .finish(TIMEOUT)
+        run_preinstalled(dir.path(), &sc, program, &configs)
     };
     let what = format!("{program}, external: {external}\n{}", out.stderr);
     assert!(out.status.success(), "{what}");

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{entry, lifecycle, spawn_rust_plugin, TIMEOUT};
+use common::{entry, lifecycle, spawn_rust_plugin, STATE_CHANGE_EVENTS, TIMEOUT};
+use nri_interop::plugin_tests::{cpu_shares, pod0_steps};
 use nri_interop::read_event_log;
 use serde_json::{json, Value};
 
@@ -13,18 +14,6 @@ use serde_json::{json, Value};
 fn runtime() -> Value {
     json!({"name": "cri-o", "version": "v1.32.0"})
 }
-
-/// Events v0.9 delivers through StateChange.
-const STATE_CHANGE_EVENTS: [&str; 8] = [
-    "RunPodSandbox",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "PostUpdateContainer",
-    "RemoveContainer",
-];
 
 fn scenario(steps: Value) -> Value {
     json!({
@@ -43,22 +32,22 @@ fn scenario(steps: Value) -> Value {
 fn state_change_events_reach_the_dedicated_handlers() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("events.jsonl");
-    let steps = json!([
-        {"op": "wait_plugins", "count": 1, "timeout_ms": 30000},
-        {"op": "RunPodSandbox", "pod": "pod0"},
-        {"op": "CreateContainer", "container": "ctr0"},
-        {"op": "PostCreateContainer", "container": "ctr0"},
-        {"op": "StartContainer", "container": "ctr0"},
-        {"op": "PostStartContainer", "container": "ctr0"},
-        {"op": "UpdateContainer", "container": "ctr0",
-         "linux_resources": {"cpu": {"shares": {"value": 256}}}},
-        {"op": "PostUpdateContainer", "container": "ctr0"},
-        {"op": "StopContainer", "container": "ctr0"},
-        {"op": "RemoveContainer", "container": "ctr0"},
-        {"op": "StopPodSandbox", "pod": "pod0"},
-        {"op": "RemovePodSandbox", "pod": "pod0"},
-        {"op": "stop"}
-    ]);
+    let steps = pod0_steps(
+        &[
+            "RunPodSandbox",
+            "CreateContainer",
+            "PostCreateContainer",
+            "StartContainer",
+            "PostStartContainer",
+            "UpdateContainer",
+            "PostUpdateContainer",
+            "StopContainer",
+            "RemoveContainer",
+            "StopPodSandbox",
+            "RemovePodSandbox",
+        ],
+        cpu_shares(256),
+    );
     let config = json!({
         "log": log,
         // Every event NRI v0.9 knows.

@@ -7,12 +7,19 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use nri_interop::plugin_tests::{cpu_shares, pod0_steps, POD0_REQUESTS};
 use nri_interop::RuntimeOutput;
 use serde_json::{json, Value};
 
 use common::*;
 
 const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The events of the scenario, each answered by the plugin: the pod is not
+/// stopped.
+fn events() -> &'static [&'static str] {
+    &POD0_REQUESTS[..6]
+}
 
 fn scenario() -> Value {
     json!({
@@ -25,17 +32,7 @@ fn scenario() -> Value {
              "args": ["/bin/server"], "env": ["A=B"]},
             {"id": "ctr-pre", "pod_sandbox_id": "pod0", "name": "old", "state": 3}
         ],
-        "steps": [
-            {"op": "wait_plugins", "count": 1, "timeout_ms": 30000},
-            {"op": "RunPodSandbox", "pod": "pod0"},
-            {"op": "CreateContainer", "container": "ctr0"},
-            {"op": "StartContainer", "container": "ctr0"},
-            {"op": "UpdateContainer", "container": "ctr0",
-             "linux_resources": {"cpu": {"shares": {"value": 512}}}},
-            {"op": "StopContainer", "container": "ctr0"},
-            {"op": "RemoveContainer", "container": "ctr0"},
-            {"op": "stop"}
-        ]
+        "steps": pod0_steps(events(), cpu_shares(512))
     })
 }
 
@@ -134,17 +131,8 @@ fn go_runtime_and_go_plugin_through_the_tap_match_the_direct_run() {
         .filter(|l| l["type"] == "response" && l["dir"] == "plugin->runtime")
         .filter_map(|l| l["method"].as_str())
         .collect();
-    for m in [
-        "Configure",
-        "Synchronize",
-        "RunPodSandbox",
-        "CreateContainer",
-        "StartContainer",
-        "UpdateContainer",
-        "StopContainer",
-        "RemoveContainer",
-    ] {
-        assert!(methods.contains(&m), "{m} not in {methods:?}");
+    for m in ["Configure", "Synchronize"].iter().chain(events()) {
+        assert!(methods.contains(m), "{m} not in {methods:?}");
     }
     let register = lines
         .iter()

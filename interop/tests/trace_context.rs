@@ -23,6 +23,7 @@ use std::path::PathBuf;
 
 use common::runtimes::{Rt, Running};
 use common::{rust_plugin_bin, spawn_plugin, TIMEOUT};
+use nri_interop::plugin_tests::{cpu_shares, pod0_steps, POD0_REQUESTS};
 use nri_interop::{harness_bin, read_event_log, RuntimeOutput};
 use serde_json::{json, Value};
 
@@ -42,16 +43,7 @@ impl Plugin {
 }
 
 /// Steps whose plugin calls must carry the step's trace.
-const TRACED: [&str; 8] = [
-    "RunPodSandbox",
-    "CreateContainer",
-    "StartContainer",
-    "UpdateContainer",
-    "StopContainer",
-    "RemoveContainer",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-];
+const TRACED: [&str; 8] = POD0_REQUESTS;
 
 fn scenario() -> Value {
     json!({
@@ -60,19 +52,7 @@ fn scenario() -> Value {
         "trace": true,
         "pods": [{"id": "pod0", "name": "pod0", "uid": "uid0", "namespace": "default"}],
         "containers": [{"id": "ctr0", "pod_sandbox_id": "pod0", "name": "ctr0", "state": 1}],
-        "steps": [
-            {"op": "wait_plugins", "count": 1, "timeout_ms": 30000},
-            {"op": "RunPodSandbox", "pod": "pod0"},
-            {"op": "CreateContainer", "container": "ctr0"},
-            {"op": "StartContainer", "container": "ctr0"},
-            {"op": "UpdateContainer", "container": "ctr0",
-             "linux_resources": {"cpu": {"shares": {"value": 512}}}},
-            {"op": "StopContainer", "container": "ctr0"},
-            {"op": "RemoveContainer", "container": "ctr0"},
-            {"op": "StopPodSandbox", "pod": "pod0"},
-            {"op": "RemovePodSandbox", "pod": "pod0"},
-            {"op": "stop"}
-        ]
+        "steps": pod0_steps(&TRACED, cpu_shares(512))
     })
 }
 

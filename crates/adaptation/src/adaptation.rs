@@ -24,7 +24,7 @@ use crate::runtime::{RuntimeHooks, Synchronizer};
 /// ```
 /// use std::sync::Arc;
 /// use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
-/// use nri_api::{Container, ContainerEviction, ContainerUpdate, CreateContainerRequest};
+/// use nri_api::{Container, CreateContainerRequest};
 ///
 /// struct Runtime;
 ///
@@ -33,10 +33,6 @@ use crate::runtime::{RuntimeHooks, Synchronizer};
 ///     async fn synchronize(&self, sync: &mut dyn Synchronizer) -> Result<(), BoxError> {
 ///         sync.synchronize(&[], &[]).await?;
 ///         Ok(())
-///     }
-///     async fn update_containers(&self, _plugin: &str, updates: Vec<ContainerUpdate>,
-///         _evictions: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> {
-///         Ok(updates)
 ///     }
 /// }
 ///

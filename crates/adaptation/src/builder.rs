@@ -100,15 +100,12 @@ impl AdaptationBuilder {
     /// use std::sync::Arc;
     /// use nri_adaptation::socket::SocketAccess;
     /// # use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
-    /// # use nri_api::{ContainerEviction, ContainerUpdate};
     /// # struct Runtime;
     /// # #[nri_adaptation::async_trait]
     /// # impl RuntimeHooks for Runtime {
     /// #     async fn synchronize(&self, s: &mut dyn Synchronizer) -> Result<(), BoxError> {
     /// #         s.synchronize(&[], &[]).await?; Ok(())
     /// #     }
-    /// #     async fn update_containers(&self, _: &str, u: Vec<ContainerUpdate>,
-    /// #         _: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> { Ok(u) }
     /// # }
     /// // Members of group 2000 may connect; only root and uid 1000 may register.
     /// let nri = Adaptation::builder("demo-runtime", "1.0", Arc::new(Runtime))
@@ -161,17 +158,12 @@ impl AdaptationBuilder {
     /// use std::sync::Arc;
     /// use std::time::Duration;
     /// use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
-    /// use nri_api::{ContainerEviction, ContainerUpdate};
     /// # struct Runtime;
     /// # #[nri_adaptation::async_trait]
     /// # impl RuntimeHooks for Runtime {
     /// #     async fn synchronize(&self, sync: &mut dyn Synchronizer) -> Result<(), BoxError> {
     /// #         sync.synchronize(&[], &[]).await?;
     /// #         Ok(())
-    /// #     }
-    /// #     async fn update_containers(&self, _plugin: &str, updates: Vec<ContainerUpdate>,
-    /// #         _evictions: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> {
-    /// #         Ok(updates)
     /// #     }
     /// # }
     ///
@@ -258,15 +250,12 @@ impl AdaptationBuilder {
     /// use std::sync::Arc;
     /// use std::time::Duration;
     /// # use nri_adaptation::{Adaptation, BoxError, RestartPolicy, RuntimeHooks, Synchronizer};
-    /// # use nri_api::{ContainerEviction, ContainerUpdate};
     /// # struct Runtime;
     /// # #[nri_adaptation::async_trait]
     /// # impl RuntimeHooks for Runtime {
     /// #     async fn synchronize(&self, s: &mut dyn Synchronizer) -> Result<(), BoxError> {
     /// #         s.synchronize(&[], &[]).await?; Ok(())
     /// #     }
-    /// #     async fn update_containers(&self, _: &str, u: Vec<ContainerUpdate>,
-    /// #         _: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> { Ok(u) }
     /// # }
     /// let nri = Adaptation::builder("demo-runtime", "1.0", Arc::new(Runtime))
     ///     .restart_plugins(RestartPolicy {
@@ -325,15 +314,12 @@ impl AdaptationBuilder {
     /// ```
     /// use std::sync::Arc;
     /// # use nri_adaptation::{Adaptation, BoxError, RuntimeHooks, Synchronizer};
-    /// # use nri_api::{ContainerEviction, ContainerUpdate};
     /// # struct Runtime;
     /// # #[nri_adaptation::async_trait]
     /// # impl RuntimeHooks for Runtime {
     /// #     async fn synchronize(&self, s: &mut dyn Synchronizer) -> Result<(), BoxError> {
     /// #         s.synchronize(&[], &[]).await?; Ok(())
     /// #     }
-    /// #     async fn update_containers(&self, _: &str, u: Vec<ContainerUpdate>,
-    /// #         _: Vec<ContainerEviction>) -> Result<Vec<ContainerUpdate>, BoxError> { Ok(u) }
     /// # }
     /// let nri = Adaptation::builder("demo-runtime", "1.0", Arc::new(Runtime))
     ///     .teardown_stops_at_first_error(true)

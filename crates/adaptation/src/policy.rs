@@ -36,8 +36,6 @@ use crate::adaptation_error::{Error, PluginError};
 /// # #[nri_adaptation::async_trait]
 /// # impl nri_adaptation::RuntimeHooks for R {
 /// #     async fn synchronize(&self, _: &mut dyn nri_adaptation::Synchronizer) -> Result<(), nri_adaptation::BoxError> { Ok(()) }
-/// #     async fn update_containers(&self, _: &str, u: Vec<nri_api::ContainerUpdate>, _: Vec<nri_api::ContainerEviction>)
-/// #         -> Result<Vec<nri_api::ContainerUpdate>, nri_adaptation::BoxError> { Ok(u) }
 /// # }
 /// let nri = Adaptation::builder("runtime", "1.0", Arc::new(R))
 ///     // A slow resource manager gets more time, and a timeout only fails that call.
@@ -134,23 +132,31 @@ impl Policies {
         err: &PluginError,
     ) -> Outcome {
         let timeout = is_timeout(err);
+        if let Some(outcome) = Self::on_timeout(policy, timeout) {
+            return outcome;
+        }
+        let keep = announced.is_some_and(|p| p.keep_connected);
+        let fail = announced.is_some_and(|p| p.fail_request);
+        Outcome {
+            drop_plugin: !(timeout && keep),
+            fail_call: fail,
+        }
+    }
+
+    /// What a timeout does under `FailCall` (keep the plugin, fail the call)
+    /// and `SkipCall` (keep it, go on without it); `None` for any other
+    /// error or policy.
+    fn on_timeout(policy: TimeoutPolicy, timeout: bool) -> Option<Outcome> {
         match policy {
-            TimeoutPolicy::FailCall if timeout => Outcome {
+            TimeoutPolicy::FailCall if timeout => Some(Outcome {
                 drop_plugin: false,
                 fail_call: true,
-            },
-            TimeoutPolicy::SkipCall if timeout => Outcome {
+            }),
+            TimeoutPolicy::SkipCall if timeout => Some(Outcome {
                 drop_plugin: false,
                 fail_call: false,
-            },
-            _ => {
-                let keep = announced.is_some_and(|p| p.keep_connected);
-                let fail = announced.is_some_and(|p| p.fail_request);
-                Outcome {
-                    drop_plugin: !(timeout && keep),
-                    fail_call: fail,
-                }
-            }
+            }),
+            _ => None,
         }
     }
 
@@ -167,20 +173,10 @@ impl Policies {
         err: &PluginError,
     ) -> Outcome {
         let timeout = is_timeout(err);
-        match policy {
-            TimeoutPolicy::FailCall if timeout => Outcome {
-                drop_plugin: false,
-                fail_call: true,
-            },
-            TimeoutPolicy::SkipCall if timeout => Outcome {
-                drop_plugin: false,
-                fail_call: false,
-            },
-            _ => Outcome {
-                drop_plugin: !(timeout && announced.is_some_and(|p| p.keep_connected)),
-                fail_call: true,
-            },
-        }
+        Self::on_timeout(policy, timeout).unwrap_or(Outcome {
+            drop_plugin: !(timeout && announced.is_some_and(|p| p.keep_connected)),
+            fail_call: true,
+        })
     }
 
     /// Whether [`check_required`](Self::check_required) checks anything.

@@ -29,11 +29,14 @@ pub trait Synchronizer: Send {
     ) -> Result<Vec<ContainerUpdate>, Error>;
 }
 
-/// The runtime's side of the contract.
+/// The runtime's side of the contract. Only
+/// [`synchronize`](Self::synchronize) must be written; a runtime that
+/// cannot update containers on a plugin's request can leave out
+/// [`update_containers`](Self::update_containers).
 ///
 /// ```
 /// use nri_adaptation::{BoxError, RuntimeHooks, Synchronizer};
-/// use nri_api::{ContainerEviction, ContainerUpdate};
+/// use nri_api::ContainerUpdate;
 ///
 /// struct NoState;
 ///
@@ -44,15 +47,20 @@ pub trait Synchronizer: Send {
 ///         assert!(updates.is_empty());
 ///         Ok(())
 ///     }
-///     async fn update_containers(
-///         &self,
-///         _plugin: &str,
-///         updates: Vec<ContainerUpdate>,
-///         _evictions: Vec<ContainerEviction>,
-///     ) -> Result<Vec<ContainerUpdate>, BoxError> {
-///         Ok(updates) // nothing can be updated: all failed
-///     }
 /// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // Without an update_containers of its own, nothing can be updated: an
+/// // update is reported failed unless the plugin lets it fail.
+/// let updates = vec![
+///     ContainerUpdate { container_id: "ctr0".into(), ..Default::default() },
+///     ContainerUpdate { container_id: "ctr1".into(), ignore_failure: true, ..Default::default() },
+/// ];
+/// let failed = NoState.update_containers("10-plugin", updates, Vec::new()).await.unwrap();
+/// assert_eq!(failed.len(), 1);
+/// assert_eq!(failed[0].container_id, "ctr0");
+/// # }
 /// ```
 #[async_trait]
 pub trait RuntimeHooks: Send + Sync + 'static {
@@ -80,12 +88,17 @@ pub trait RuntimeHooks: Send + Sync + 'static {
     /// does: the failed list goes back to the plugin, and the adaptation
     /// logs each failed update with the plugin's name. Updates and
     /// evictions without a container id never reach this hook.
+    ///
+    /// The default updates nothing: it returns every update as failed but
+    /// those with `ignore_failure`, and performs no eviction.
     async fn update_containers(
         &self,
-        plugin: &str,
+        _plugin: &str,
         updates: Vec<ContainerUpdate>,
-        evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError>;
+        _evictions: Vec<ContainerEviction>,
+    ) -> Result<Vec<ContainerUpdate>, BoxError> {
+        Ok(updates.into_iter().filter(|u| !u.ignore_failure).collect())
+    }
 
     /// Like [`update_containers`](Self::update_containers) (which the
     /// default implementation calls, reporting no failed eviction), and

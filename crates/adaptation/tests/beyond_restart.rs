@@ -36,11 +36,7 @@ impl Plugin for Restartee {
         _ctx: &Context,
         info: &ConfigureInfo,
     ) -> nri_stub::HandlerResult<EventMask> {
-        let dir = PathBuf::from(info.config.trim());
-        let mut starts = std::fs::read_to_string(dir.join("starts")).unwrap_or_default();
-        starts.push_str(&format!("{}\n", std::process::id()));
-        std::fs::write(dir.join("starts"), starts).unwrap();
-        if dir.join("fail").exists() {
+        if support::record_start(info).join("fail").exists() {
             std::process::exit(1);
         }
         Ok(EventMask::default())
@@ -80,15 +76,6 @@ impl RuntimeHooks for Gated {
         sync.synchronize(&[], &[]).await?;
         Ok(())
     }
-
-    async fn update_containers(
-        &self,
-        _plugin: &str,
-        updates: Vec<ContainerUpdate>,
-        _evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError> {
-        Ok(updates)
-    }
 }
 
 struct Setup {
@@ -123,22 +110,13 @@ impl Setup {
     }
 
     fn builder(&self) -> nri_adaptation::AdaptationBuilder {
-        Adaptation::builder("test-runtime", "v1.0.0", self.runtime.clone())
-            .plugin_path(self.env.plugin_dir())
-            .plugin_config_path(self.env.conf_dir())
-            .disable_external_connections()
-            .registration_timeout(Duration::from_secs(5))
-            .request_timeout(Duration::from_secs(5))
-            .metrics(self.restarts.clone())
+        self.env
+            .launched_builder(self.runtime.clone(), self.restarts.clone())
     }
 
     /// Pids of every start of the plugin so far.
     fn starts(&self) -> Vec<String> {
-        std::fs::read_to_string(self.state.join("starts"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
+        support::starts(&self.state)
     }
 }
 

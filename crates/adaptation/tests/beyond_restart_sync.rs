@@ -53,10 +53,7 @@ impl Plugin for Recorder {
         _ctx: &Context,
         info: &ConfigureInfo,
     ) -> nri_stub::HandlerResult<EventMask> {
-        let dir = PathBuf::from(info.config.trim());
-        let mut starts = std::fs::read_to_string(dir.join("starts")).unwrap_or_default();
-        starts.push_str(&format!("{}\n", std::process::id()));
-        std::fs::write(dir.join("starts"), starts).unwrap();
+        let dir = support::record_start(info);
         *self.dir.lock().unwrap() = Some(dir);
         Ok(EventMask::default())
     }
@@ -179,15 +176,6 @@ impl RuntimeHooks for Gated {
         sync.synchronize(&pods, &ctrs).await?;
         Ok(())
     }
-
-    async fn update_containers(
-        &self,
-        _plugin: &str,
-        updates: Vec<ContainerUpdate>,
-        _evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError> {
-        Ok(updates)
-    }
 }
 
 struct Setup {
@@ -221,13 +209,8 @@ impl Setup {
     }
 
     fn adaptation(&self, deliver: bool) -> Adaptation {
-        Adaptation::builder("test-runtime", "v1.0.0", self.runtime.clone())
-            .plugin_path(self.env.plugin_dir())
-            .plugin_config_path(self.env.conf_dir())
-            .disable_external_connections()
-            .registration_timeout(Duration::from_secs(5))
-            .request_timeout(Duration::from_secs(5))
-            .metrics(self.restarts.clone())
+        self.env
+            .launched_builder(self.runtime.clone(), self.restarts.clone())
             .restart_plugins(RestartPolicy {
                 max_restarts: 3,
                 initial_backoff: Duration::from_millis(20),
@@ -240,11 +223,7 @@ impl Setup {
 
     /// Pids of every start of the plugin so far.
     fn starts(&self) -> Vec<String> {
-        std::fs::read_to_string(self.state.join("starts"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
+        support::starts(&self.state)
     }
 
     /// What the plugin process `pid` recorded, in order.

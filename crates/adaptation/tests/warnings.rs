@@ -147,15 +147,6 @@ impl RuntimeHooks for NoEvictions {
         Ok(())
     }
 
-    async fn update_containers(
-        &self,
-        _plugin: &str,
-        _updates: Vec<ContainerUpdate>,
-        _evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError> {
-        unreachable!("the adaptation calls apply_plugin_requests")
-    }
-
     async fn apply_plugin_requests(
         &self,
         _plugin: &str,

@@ -23,15 +23,6 @@ impl RuntimeHooks for Runtime {
         sync.synchronize(&pods, &ctrs).await?;
         Ok(())
     }
-
-    async fn update_containers(
-        &self,
-        _plugin: &str,
-        _updates: Vec<ContainerUpdate>,
-        _evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError> {
-        Ok(Vec::new())
-    }
 }
 
 fn pod(id: &str) -> PodSandbox {

@@ -18,16 +18,7 @@ fn options() -> WasmOptions {
 /// plugin_create_container; the other handlers answer an empty response.
 /// The heap is a bump allocator from 0x1000; `_initialize` counts.
 fn module(version: &str, create: &str, extra: &str) -> Vec<u8> {
-    let mut handlers = String::new();
-    for event in WasmEvent::ALL {
-        let name = event.export_name();
-        if name == "plugin_create_container" {
-            continue;
-        }
-        handlers.push_str(&format!(
-            "(func (export \"{name}\") (param i32 i32) (result i64) i64.const 0)\n"
-        ));
-    }
+    let handlers = empty_handlers(&WasmEvent::ALL, &["plugin_create_container"]);
     let text = format!(
         r#"(module
   (import "env" "log" (func $log (param i32 i32) (result i64)))
@@ -50,6 +41,35 @@ fn module(version: &str, create: &str, extra: &str) -> Vec<u8> {
 )"#
     );
     wat::parse_str(&text).unwrap()
+}
+
+/// A handler answering an empty response for each of `events` but those
+/// named in `skip`.
+fn empty_handlers<'a>(events: impl IntoIterator<Item = &'a WasmEvent>, skip: &[&str]) -> String {
+    let mut handlers = String::new();
+    for event in events {
+        let name = event.export_name();
+        if skip.contains(&name) {
+            continue;
+        }
+        handlers.push_str(&format!(
+            "(func (export \"{name}\") (param i32 i32) (result i64) i64.const 0)\n"
+        ));
+    }
+    handlers
+}
+
+/// A module without a heap: `version` is its plugin_api_version export and
+/// its malloc always answers `malloc`.
+fn bare_module(version: &str, malloc: &str, handlers: &str) -> Vec<u8> {
+    wat::parse_str(format!(
+        r#"(module (memory (export "memory") 1)
+        {version}
+        (func (export "malloc") (param i32) (result i32) i32.const {malloc})
+        (func (export "free") (param i32))
+        {handlers})"#
+    ))
+    .unwrap()
 }
 
 fn load(bytes: &[u8]) -> Result<WasmPlugin, WasmError> {
@@ -120,21 +140,11 @@ fn api_version_i32_is_accepted() {
 
 fn module_i32_version() -> Vec<u8> {
     // Replace the i64 version export with an i32 one.
-    let mut handlers = String::new();
-    for event in WasmEvent::ALL {
-        handlers.push_str(&format!(
-            "(func (export \"{}\") (param i32 i32) (result i64) i64.const 0)\n",
-            event.export_name()
-        ));
-    }
-    wat::parse_str(format!(
-        r#"(module (memory (export "memory") 1)
-        (func (export "plugin_api_version") (result i32) i32.const 1)
-        (func (export "malloc") (param i32) (result i32) i32.const 0x1000)
-        (func (export "free") (param i32))
-        {handlers})"#
-    ))
-    .unwrap()
+    bare_module(
+        r#"(func (export "plugin_api_version") (result i32) i32.const 1)"#,
+        "0x1000",
+        &empty_handlers(&WasmEvent::ALL, &[]),
+    )
 }
 
 #[test]
@@ -149,21 +159,11 @@ fn wrong_api_version() {
 #[test]
 fn missing_export() {
     // A module without plugin_validate_container_adjustment (an old plugin).
-    let mut handlers = String::new();
-    for event in &WasmEvent::ALL[..17] {
-        handlers.push_str(&format!(
-            "(func (export \"{}\") (param i32 i32) (result i64) i64.const 0)\n",
-            event.export_name()
-        ));
-    }
-    let bytes = wat::parse_str(format!(
-        r#"(module (memory (export "memory") 1)
-        (func (export "plugin_api_version") (result i64) i64.const 1)
-        (func (export "malloc") (param i32) (result i32) i32.const 0x1000)
-        (func (export "free") (param i32))
-        {handlers})"#
-    ))
-    .unwrap();
+    let bytes = bare_module(
+        r#"(func (export "plugin_api_version") (result i64) i64.const 1)"#,
+        "0x1000",
+        &empty_handlers(&WasmEvent::ALL[..17], &[]),
+    );
     let err = load(&bytes).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -253,19 +253,14 @@ fn replacement_instance_is_configured_again() {
     (func (export "plugin_state_change") (param i32 i32) (result i64) unreachable)
     (func (export "conf") (result i32) (global.get $conf))"#;
     // Module with our own configure: build without the default one.
-    let mut handlers = String::new();
-    for event in WasmEvent::ALL {
-        let name = event.export_name();
-        if matches!(
-            name,
-            "plugin_create_container" | "plugin_configure" | "plugin_state_change"
-        ) {
-            continue;
-        }
-        handlers.push_str(&format!(
-            "(func (export \"{name}\") (param i32 i32) (result i64) i64.const 0)\n"
-        ));
-    }
+    let handlers = empty_handlers(
+        &WasmEvent::ALL,
+        &[
+            "plugin_create_container",
+            "plugin_configure",
+            "plugin_state_change",
+        ],
+    );
     let text = format!(
         r#"(module
   (memory (export "memory") 1)
@@ -319,23 +314,11 @@ fn out_of_bounds_response() {
 
 #[test]
 fn out_of_bounds_malloc() {
-    let bytes = {
-        let mut handlers = String::new();
-        for event in WasmEvent::ALL {
-            handlers.push_str(&format!(
-                "(func (export \"{}\") (param i32 i32) (result i64) i64.const 0)\n",
-                event.export_name()
-            ));
-        }
-        wat::parse_str(format!(
-            r#"(module (memory (export "memory") 1)
-            (func (export "plugin_api_version") (result i64) i64.const 1)
-            (func (export "malloc") (param i32) (result i32) i32.const 0xfffffff0)
-            (func (export "free") (param i32))
-            {handlers})"#
-        ))
-        .unwrap()
-    };
+    let bytes = bare_module(
+        r#"(func (export "plugin_api_version") (result i64) i64.const 1)"#,
+        "0xfffffff0",
+        &empty_handlers(&WasmEvent::ALL, &[]),
+    );
     let p = load(&bytes).unwrap();
     assert!(matches!(
         call(&p, b"request").unwrap_err(),

@@ -9,74 +9,73 @@ use serde_json::{json, Map, Value};
 
 use super::prng::Prng;
 
-/// Every adjustment field the generator can touch, by the name used in the
-/// coverage summary.
-pub const ADJUST_FIELDS: &[&str] = &[
-    "annotations",
-    "mounts",
-    "env",
-    "args",
-    "hooks",
-    "rlimits",
-    "cdi_devices",
-    "devices",
-    "memory.limit",
-    "memory.reservation",
-    "memory.swap",
-    "memory.kernel",
-    "memory.kernel_tcp",
-    "memory.swappiness",
-    "memory.disable_oom_killer",
-    "memory.use_hierarchy",
-    "cpu.shares",
-    "cpu.quota",
-    "cpu.period",
-    "cpu.realtime_runtime",
-    "cpu.realtime_period",
-    "cpu.cpus",
-    "cpu.mems",
-    "hugepage_limits",
-    "pids",
-    "blockio_class",
-    "rdt_class",
-    "unified",
-    "device_rules",
-    "cgroups_path",
-    "oom_score_adj",
-    "io_priority",
-    "seccomp_policy",
-    "namespaces",
-    "sysctl",
-    "net_devices",
-    "scheduler",
-    "rdt",
-    "memory_policy",
-];
+/// Defines [`ADJUST_FIELDS`] and [`UPDATE_FIELDS`]: an adjustment can set
+/// every resource field an update can, in the same order, with `pids`
+/// among them and its own fields before and after.
+macro_rules! field_lists {
+    (
+        adjust: [$($before:literal),*],
+        resources: [$($res:literal),*],
+        adjust_resources: [$($adjust_res:literal),*],
+        more_resources: [$($more_res:literal),*],
+        more_adjust: [$($after:literal),*] $(,)?
+    ) => {
+        /// Every adjustment field the generator can touch, by the name used in the
+        /// coverage summary.
+        pub const ADJUST_FIELDS: &[&str] = &[
+            $($before,)* $($res,)* $($adjust_res,)* $($more_res,)* $($after,)*
+        ];
 
-/// The resource fields a container update can carry (`pids` is added by
-/// the case generator under its own rule, see `case.rs`).
-pub const UPDATE_FIELDS: &[&str] = &[
-    "memory.limit",
-    "memory.reservation",
-    "memory.swap",
-    "memory.kernel",
-    "memory.kernel_tcp",
-    "memory.swappiness",
-    "memory.disable_oom_killer",
-    "memory.use_hierarchy",
-    "cpu.shares",
-    "cpu.quota",
-    "cpu.period",
-    "cpu.realtime_runtime",
-    "cpu.realtime_period",
-    "cpu.cpus",
-    "cpu.mems",
-    "hugepage_limits",
-    "blockio_class",
-    "rdt_class",
-    "unified",
-    "device_rules",
-];
+        /// The resource fields a container update can carry (`pids` is added by
+        /// the case generator under its own rule, see `case.rs`).
+        pub const UPDATE_FIELDS: &[&str] = &[$($res,)* $($more_res,)*];
+    };
+}
+
+field_lists! {
+    adjust: [
+        "annotations",
+        "mounts",
+        "env",
+        "args",
+        "hooks",
+        "rlimits",
+        "cdi_devices",
+        "devices"
+    ],
+    resources: [
+        "memory.limit",
+        "memory.reservation",
+        "memory.swap",
+        "memory.kernel",
+        "memory.kernel_tcp",
+        "memory.swappiness",
+        "memory.disable_oom_killer",
+        "memory.use_hierarchy",
+        "cpu.shares",
+        "cpu.quota",
+        "cpu.period",
+        "cpu.realtime_runtime",
+        "cpu.realtime_period",
+        "cpu.cpus",
+        "cpu.mems",
+        "hugepage_limits"
+    ],
+    adjust_resources: ["pids"],
+    more_resources: ["blockio_class", "rdt_class", "unified", "device_rules"],
+    more_adjust: [
+        "cgroups_path",
+        "oom_score_adj",
+        "io_priority",
+        "seccomp_policy",
+        "namespaces",
+        "sysctl",
+        "net_devices",
+        "scheduler",
+        "rdt",
+        "memory_policy"
+    ],
+}
 
 /// Map-valued adjustment fields (Go iterates them in random order), as
 /// JSON paths inside the adjustment.

@@ -16,6 +16,18 @@ use serde_json::Value;
 /// Upper bound for anything a test waits for; nothing should come close.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The events NRI v0.9.0 delivers through the generic StateChange request.
+pub const STATE_CHANGE_EVENTS: [&str; 8] = [
+    "RunPodSandbox",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+    "PostCreateContainer",
+    "StartContainer",
+    "PostStartContainer",
+    "PostUpdateContainer",
+    "RemoveContainer",
+];
+
 /// The Rust test plugin (`interop/src/bin/nri-rs-test-plugin`).
 pub fn rust_plugin_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nri-rs-test-plugin"))

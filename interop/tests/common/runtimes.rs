@@ -118,20 +118,5 @@ pub fn spawn_go_plugin(
     idx: &str,
     config: &Value,
 ) -> PluginProcess {
-    let config = write_json(dir, &format!("{idx}-{name}.json"), config).unwrap();
-    let args: Vec<&OsStr> = vec![
-        "-config".as_ref(),
-        config.as_os_str(),
-        "-socket".as_ref(),
-        socket.as_os_str(),
-        "-name".as_ref(),
-        name.as_ref(),
-        "-idx".as_ref(),
-        idx.as_ref(),
-    ];
-    PluginProcess::spawn(
-        &harness_bin(program),
-        &args,
-        &dir.join(format!("{idx}-{name}.stderr")),
-    )
+    super::spawn_plugin(&harness_bin(program), dir, socket, name, idx, config, &[])
 }

@@ -3,7 +3,8 @@
 mod common;
 
 use common::{assert_pod_events_logged, run_with_go_runtime};
-use serde_json::json;
+use nri_interop::plugin_tests::pod0_steps;
+use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-network-logger");
 
@@ -21,15 +22,16 @@ fn logs_pod_networks_at_sync_and_pod_events_only() {
             {"id": "pod1", "name": "proxy", "uid": "u1", "namespace": "kube-system"}
         ],
         "containers": [{"id": "ctr0", "pod_sandbox_id": "pod0", "name": "server", "state": 1}],
-        "steps": [
-            {"op": "wait_plugins", "count": 1, "timeout_ms": 30000},
-            {"op": "RunPodSandbox", "pod": "pod0"},
-            {"op": "CreateContainer", "container": "ctr0"},
-            {"op": "StopContainer", "container": "ctr0"},
-            {"op": "StopPodSandbox", "pod": "pod0"},
-            {"op": "RemovePodSandbox", "pod": "pod0"},
-            {"op": "stop"}
-        ]
+        "steps": pod0_steps(
+            &[
+                "RunPodSandbox",
+                "CreateContainer",
+                "StopContainer",
+                "StopPodSandbox",
+                "RemovePodSandbox",
+            ],
+            Value::Null,
+        )
     });
     let (out, log) = run_with_go_runtime(dir.path(), &scenario, BIN, &["-idx", "10"]);
     assert_eq!(out.failed_steps(), [], "{:#}", out.json);

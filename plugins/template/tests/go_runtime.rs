@@ -3,29 +3,20 @@
 mod common;
 
 use common::{run_with_go_runtime, step};
+use nri_interop::plugin_tests::{cpu_shares, pod0_steps, POD0_REQUESTS};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nri-template");
 
 fn scenario() -> Value {
+    // Every request, and the pod updated once it runs.
+    let mut events = POD0_REQUESTS.to_vec();
+    events.insert(1, "UpdatePodSandbox");
     json!({
         "runtime": {"name": "containerd", "version": "v2.2.0"},
         "pods": [{"id": "pod0", "name": "web", "uid": "u0", "namespace": "prod"}],
         "containers": [{"id": "ctr0", "pod_sandbox_id": "pod0", "name": "server", "state": 1}],
-        "steps": [
-            {"op": "wait_plugins", "count": 1, "timeout_ms": 30000},
-            {"op": "RunPodSandbox", "pod": "pod0"},
-            {"op": "UpdatePodSandbox", "pod": "pod0", "linux_resources": {}, "overhead_linux_resources": {}},
-            {"op": "CreateContainer", "container": "ctr0"},
-            {"op": "StartContainer", "container": "ctr0"},
-            {"op": "UpdateContainer", "container": "ctr0",
-             "linux_resources": {"cpu": {"shares": {"value": 512}}}},
-            {"op": "StopContainer", "container": "ctr0"},
-            {"op": "RemoveContainer", "container": "ctr0"},
-            {"op": "StopPodSandbox", "pod": "pod0"},
-            {"op": "RemovePodSandbox", "pod": "pod0"},
-            {"op": "stop"}
-        ]
+        "steps": pod0_steps(&events, cpu_shares(512))
     })
 }
 

@@ -320,12 +320,7 @@ impl Sim {
             .start()
             .await
             .map_err(|e| SetupError::Start(e.to_string()))?;
-        let running: Vec<String> = self
-            .nri
-            .plugins()
-            .iter()
-            .map(|p| format!("{}-{}", p.index, p.name))
-            .collect();
+        let running = self.running();
         for name in &launched {
             if !running.contains(name) {
                 let error = self
@@ -352,12 +347,7 @@ impl Sim {
             }
             let deadline = Instant::now() + self.registration_timeout;
             loop {
-                let now: Vec<String> = self
-                    .nri
-                    .plugins()
-                    .iter()
-                    .map(|p| format!("{}-{}", p.index, p.name))
-                    .collect();
+                let now = self.running();
                 let late = Instant::now() >= deadline;
                 for running in &mut self.sample_tasks {
                     let missing = running.full_names.iter().find(|n| !now.contains(n));
@@ -680,6 +670,15 @@ impl Sim {
         }
     }
 
+    /// The full names (`index-name`) of the registered plugins.
+    fn running(&self) -> Vec<String> {
+        self.nri
+            .plugins()
+            .iter()
+            .map(|p| format!("{}-{}", p.index, p.name))
+            .collect()
+    }
+
     /// Plugins subscribed to `event`.
     fn subscribed(&self, event: Event) -> Vec<String> {
         self.nri
@@ -746,12 +745,7 @@ impl Sim {
             }
         }
 
-        let running: Vec<String> = self
-            .nri
-            .plugins()
-            .iter()
-            .map(|p| format!("{}-{}", p.index, p.name))
-            .collect();
+        let running = self.running();
         let expect = step.expect.clone().unwrap_or_default();
         for c in calls.iter().filter(|c| c.error.is_some()) {
             let error = c.error.clone().unwrap_or_default();

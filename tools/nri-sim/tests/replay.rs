@@ -134,6 +134,13 @@ fn sim(dir: &Path, args: &[&str]) -> Run {
     common::run_in(dir, args, Duration::from_secs(120))
 }
 
+/// `nri-sim replay REC --sample logger --config CONFIG EXTRA...`.
+fn replay_logger(dir: &Path, rec: &str, config: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["replay", rec, "--sample", "logger", "--config", config];
+    args.extend_from_slice(extra);
+    sim(dir, &args)
+}
+
 fn lines(recording: &Path) -> Vec<Value> {
     std::fs::read_to_string(recording)
         .unwrap()
@@ -160,20 +167,11 @@ async fn replay_reports_same_and_different_answers() {
     let rec = recording.to_str().unwrap();
 
     // The same plugin: the same answers (but for the pid in the value).
-    let same = sim(
+    let same = replay_logger(
         d,
-        &[
-            "replay",
-            rec,
-            "--sample",
-            "logger",
-            "--config",
-            "addAnnotation: replay-test",
-            "--ignore",
-            PID_VALUE,
-            "--output",
-            "json",
-        ],
+        rec,
+        "addAnnotation: replay-test",
+        &["--ignore", PID_VALUE, "--output", "json"],
     );
     assert_eq!(same.code, 0, "{}\n{}", same.stdout, same.stderr);
     let doc = same.json();
@@ -193,19 +191,7 @@ async fn replay_reports_same_and_different_answers() {
     assert_eq!(doc["plugin_requests"][0]["same"], true);
 
     // Without --ignore the pid in the annotation value is a difference.
-    let pid = sim(
-        d,
-        &[
-            "replay",
-            rec,
-            "--sample",
-            "logger",
-            "--config",
-            "addAnnotation: replay-test",
-            "--color",
-            "never",
-        ],
-    );
+    let pid = replay_logger(d, rec, "addAnnotation: replay-test", &["--color", "never"]);
     assert_eq!(pid.code, 1, "{}\n{}", pid.stdout, pid.stderr);
     assert!(
         pid.stdout.contains("≠   4. CreateContainer app"),
@@ -221,20 +207,11 @@ async fn replay_reports_same_and_different_answers() {
     assert!(pid.stdout.contains("DIFFERENT 1 of"), "{}", pid.stdout);
 
     // Another annotation: reported with method and field, status 1.
-    let other = sim(
+    let other = replay_logger(
         d,
-        &[
-            "replay",
-            rec,
-            "--sample",
-            "logger",
-            "--config",
-            "addAnnotation: other-key",
-            "--ignore",
-            PID_VALUE,
-            "--output",
-            "json",
-        ],
+        rec,
+        "addAnnotation: other-key",
+        &["--ignore", PID_VALUE, "--output", "json"],
     );
     assert_eq!(other.code, 1, "{}\n{}", other.stdout, other.stderr);
     let doc = other.json();

@@ -43,15 +43,6 @@ impl RuntimeHooks for Runtime {
         sync.synchronize(&[pod()], &ctrs).await?;
         Ok(())
     }
-
-    async fn update_containers(
-        &self,
-        _plugin: &str,
-        _updates: Vec<ContainerUpdate>,
-        _evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError> {
-        Ok(Vec::new())
-    }
 }
 
 fn pod() -> PodSandbox {

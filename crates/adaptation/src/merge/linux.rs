@@ -179,9 +179,8 @@ fn upsert(
 #[cfg(test)]
 mod tests {
     use nri_api::{
-        Container, Field, LinuxContainer, LinuxIoPriority, LinuxMemoryPolicy, LinuxNamespace,
-        LinuxRdt, LinuxScheduler, LinuxSeccomp, OptionalBool, OptionalRepeatedString,
-        OptionalString,
+        Field, LinuxContainer, LinuxIoPriority, LinuxMemoryPolicy, LinuxNamespace, LinuxRdt,
+        LinuxScheduler, LinuxSeccomp, OptionalBool, OptionalRepeatedString, OptionalString,
     };
 
     use crate::merge::testutil::*;
@@ -358,14 +357,10 @@ mod tests {
 
     #[test]
     fn namespaces_replace_append_and_remove() {
-        let original = Container {
-            linux: Some(LinuxContainer {
-                namespaces: vec![ns("pid", ""), ns("network", "/old"), ns("ipc", "")],
-                ..Default::default()
-            }),
+        let mut r = create_linux(LinuxContainer {
+            namespaces: vec![ns("pid", ""), ns("network", "/old"), ns("ipc", "")],
             ..Default::default()
-        };
-        let mut r = create_from(original);
+        });
         r.apply(
             "00-a",
             adjust(|a| {
@@ -413,14 +408,10 @@ mod tests {
 
     #[test]
     fn namespace_duplicates_in_request_collapse() {
-        let original = Container {
-            linux: Some(LinuxContainer {
-                namespaces: vec![ns("pid", "/1"), ns("pid", "/2")],
-                ..Default::default()
-            }),
+        let mut r = create_linux(LinuxContainer {
+            namespaces: vec![ns("pid", "/1"), ns("pid", "/2")],
             ..Default::default()
-        };
-        let mut r = create_from(original);
+        });
         r.apply(
             "00-a",
             adjust(|a| {

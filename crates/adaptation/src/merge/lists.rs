@@ -305,24 +305,28 @@ mod tests {
         assert!(r.owners().is_empty());
     }
 
-    #[test]
-    fn mount_remove_and_readd_takes_ownership() {
-        let r = run(vec![
+    /// 00-bar mounts /dev/00-bar on /mnt/test, then 10-foo adjusts with `foo`.
+    fn after_bar_mounts(
+        foo: impl FnOnce(&mut nri_api::ContainerAdjustment),
+    ) -> crate::CreateResult {
+        run(vec![
             (
                 "00-bar",
                 adjust(|a| {
                     a.add_mount(mount("/mnt/test", "/dev/00-bar"));
                 }),
             ),
-            (
-                "10-foo",
-                adjust(|a| {
-                    a.remove_mount("/mnt/test")
-                        .add_mount(mount("/mnt/test", "/dev/10-foo"));
-                }),
-            ),
+            ("10-foo", adjust(foo)),
         ])
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn mount_remove_and_readd_takes_ownership() {
+        let r = after_bar_mounts(|a| {
+            a.remove_mount("/mnt/test")
+                .add_mount(mount("/mnt/test", "/dev/10-foo"));
+        });
         assert_eq!(
             r.adjustment().mounts,
             vec![mount("/mnt/test", "/dev/10-foo")]
@@ -339,21 +343,9 @@ mod tests {
 
     #[test]
     fn removing_another_plugins_mount_clears_it() {
-        let r = run(vec![
-            (
-                "00-bar",
-                adjust(|a| {
-                    a.add_mount(mount("/mnt/test", "/dev/00-bar"));
-                }),
-            ),
-            (
-                "10-foo",
-                adjust(|a| {
-                    a.remove_mount("/mnt/test");
-                }),
-            ),
-        ])
-        .unwrap();
+        let r = after_bar_mounts(|a| {
+            a.remove_mount("/mnt/test");
+        });
         let m = &r.adjustment().mounts;
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].destination, "-/mnt/test");
@@ -571,14 +563,10 @@ mod tests {
 
     #[test]
     fn pure_device_removal_does_not_reach_reply() {
-        let original = Container {
-            linux: Some(LinuxContainer {
-                devices: vec![device("/dev/orig", 1), device("/dev/keep", 2)],
-                ..Default::default()
-            }),
+        let mut r = create_linux(LinuxContainer {
+            devices: vec![device("/dev/orig", 1), device("/dev/keep", 2)],
             ..Default::default()
-        };
-        let mut r = create_from(original);
+        });
         r.apply(
             "00-a",
             adjust(|a| {

@@ -71,7 +71,7 @@ mod tests {
     use nri_api::{ContainerUpdate, StopContainerResponse};
 
     use super::StopResult;
-    use crate::merge::testutil::resources;
+    use crate::merge::testutil::{container_ids, resources};
 
     fn reply(u: ContainerUpdate) -> StopContainerResponse {
         StopContainerResponse { update: vec![u] }
@@ -90,11 +90,7 @@ mod tests {
         r.apply("10-b", reply(b)).unwrap();
         r.apply("20-c", reply(c)).unwrap();
         let response = r.into_response();
-        let ids: Vec<_> = response
-            .update
-            .iter()
-            .map(|u| u.container_id.as_str())
-            .collect();
+        let ids = container_ids(&response.update);
         assert_eq!(ids, ["stopping", "other"]);
         let res = resources(&response.update[0]);
         assert_eq!(res.cpu.as_ref().unwrap().shares.unwrap().value, 1);

@@ -2,7 +2,7 @@
 
 use nri_api::{
     Container, ContainerAdjustment, ContainerUpdate, CreateContainerRequest,
-    CreateContainerResponse, LinuxResources,
+    CreateContainerResponse, LinuxContainer, LinuxResources,
 };
 
 use super::CreateResult;
@@ -18,6 +18,14 @@ pub(super) fn create_from(container: Container) -> CreateResult {
             id: ID.into(),
             ..container
         }),
+        ..Default::default()
+    })
+}
+
+/// A collector for creating container [`ID`] with these Linux parts.
+pub(super) fn create_linux(linux: LinuxContainer) -> CreateResult {
+    create_from(Container {
+        linux: Some(linux),
         ..Default::default()
     })
 }
@@ -67,6 +75,11 @@ pub(super) fn conflict(plugins: Vec<(&str, CreateContainerResponse)>) -> String 
 /// The request container as the next plugin sees it.
 pub(super) fn container(result: &CreateResult) -> &Container {
     result.request().container.as_ref().unwrap()
+}
+
+/// The container ids of `updates`, in order.
+pub(super) fn container_ids(updates: &[ContainerUpdate]) -> Vec<&str> {
+    updates.iter().map(|u| u.container_id.as_str()).collect()
 }
 
 /// The Linux resources an update carries; panics if it has none.

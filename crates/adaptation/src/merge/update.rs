@@ -175,7 +175,7 @@ mod tests {
     };
 
     use super::UpdateResult;
-    use crate::merge::testutil::resources;
+    use crate::merge::testutil::{container_ids, resources};
 
     const TARGET: &str = "ctr0";
 
@@ -283,11 +283,7 @@ mod tests {
         r.apply("00-a", reply(vec![cpu_update("other")])).unwrap();
         r.apply("10-b", reply(vec![])).unwrap();
         let response = r.into_response();
-        let ids: Vec<_> = response
-            .update
-            .iter()
-            .map(|u| u.container_id.as_str())
-            .collect();
+        let ids = container_ids(&response.update);
         assert_eq!(ids, ["other"]);
     }
 

@@ -174,20 +174,26 @@ impl Plugin {
 
     /// What a fatal error of one call does to this plugin and the call.
     pub(crate) fn on_fatal(&self, err: &PluginError) -> crate::policy::Outcome {
-        let policy = self
-            .settings
-            .policies
-            .timeout_policy(&self.name, &self.base);
-        let announced = self
-            .failure_policy
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        crate::policy::Policies::on_fatal(policy, announced.as_ref(), err)
+        self.decide_fatal(err, crate::policy::Policies::on_fatal)
     }
 
     /// What a fatal error of a validation call does to this validator and
     /// the creation.
     pub(crate) fn on_validator_fatal(&self, err: &PluginError) -> crate::policy::Outcome {
+        self.decide_fatal(err, crate::policy::Policies::on_validator_fatal)
+    }
+
+    /// `decide` given this plugin's timeout policy and the failure policy it
+    /// announced.
+    fn decide_fatal(
+        &self,
+        err: &PluginError,
+        decide: fn(
+            crate::policy::TimeoutPolicy,
+            Option<&nri_api::FailurePolicy>,
+            &PluginError,
+        ) -> crate::policy::Outcome,
+    ) -> crate::policy::Outcome {
         let policy = self
             .settings
             .policies
@@ -196,7 +202,7 @@ impl Plugin {
             .failure_policy
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        crate::policy::Policies::on_validator_fatal(policy, announced.as_ref(), err)
+        decide(policy, announced.as_ref(), err)
     }
 
     /// Whether the plugin is a WebAssembly module.

@@ -211,6 +211,44 @@ impl Env {
     }
 }
 
+impl Env {
+    /// A builder for the launched plugin of [`Env::install_self_as_plugin`]
+    /// alone: no socket, 5 s timeouts, restarts counted by `restarts`.
+    pub fn launched_builder(
+        &self,
+        runtime: Arc<dyn RuntimeHooks>,
+        restarts: Arc<Restarts>,
+    ) -> AdaptationBuilder {
+        Adaptation::builder("test-runtime", "v1.0.0", runtime)
+            .plugin_path(self.plugin_dir())
+            .plugin_config_path(self.conf_dir())
+            .disable_external_connections()
+            .registration_timeout(Duration::from_secs(5))
+            .request_timeout(Duration::from_secs(5))
+            .metrics(restarts)
+    }
+}
+
+/// In the Configure of a plugin installed by [`Env::install_self_as_plugin`]:
+/// appends the plugin's pid to `<state>/starts`; returns the state directory
+/// (the plugin's configuration).
+pub fn record_start(info: &nri_stub::ConfigureInfo) -> PathBuf {
+    let dir = PathBuf::from(info.config.trim());
+    let mut starts = std::fs::read_to_string(dir.join("starts")).unwrap_or_default();
+    starts.push_str(&format!("{}\n", std::process::id()));
+    std::fs::write(dir.join("starts"), starts).unwrap();
+    dir
+}
+
+/// Pids of every start [`record_start`] recorded in `state` so far.
+pub fn starts(state: &Path) -> Vec<String> {
+    std::fs::read_to_string(state.join("starts"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
 /// Metrics that count plugin restarts, watched by a test.
 #[derive(Default)]
 pub struct Restarts(Mutex<Option<tokio::sync::watch::Sender<usize>>>);

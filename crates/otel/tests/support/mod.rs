@@ -23,15 +23,6 @@ impl RuntimeHooks for Runtime {
         sync.synchronize(&[pod("pod0")], &[ctr("ctr0")]).await?;
         Ok(())
     }
-
-    async fn update_containers(
-        &self,
-        _plugin: &str,
-        _updates: Vec<ContainerUpdate>,
-        _evictions: Vec<ContainerEviction>,
-    ) -> Result<Vec<ContainerUpdate>, BoxError> {
-        Ok(Vec::new())
-    }
 }
 
 pub fn pod(id: &str) -> PodSandbox {
