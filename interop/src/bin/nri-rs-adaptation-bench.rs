@@ -488,7 +488,7 @@ impl Bench {
         // waiting for it meanwhile, and no task hand-over adds time.
         let mut conn = conn.into_std().map_err(|e| format!("{name}: {e}"))?;
         let (sync_started, ended) = script
-            .serve(&mut conn)
+            .serve(&mut conn, &mut Pending::new())
             .map_err(|e| format!("{name}: {e}"))?;
         drop(conn);
         drop(child);
@@ -594,17 +594,19 @@ impl Script {
         SCRIPT_SYNCHRONIZE_ID + 2 * self.synchronize.len() as u32
     }
 
-    /// Registers the plugin on `conn`; returns when the first Synchronize
-    /// message was sent and when the reply to the last arrived.
+    /// Registers the plugin on `conn` (made blocking), reading its
+    /// frames into `pending`; returns when the first Synchronize message
+    /// was sent and when the reply to the last arrived.
     fn serve(
         &self,
         conn: &mut std::os::unix::net::UnixStream,
+        pending: &mut Pending,
     ) -> Result<(Instant, Instant), Failure> {
         use std::io::Write;
         conn.set_nonblocking(false)
             .and_then(|()| conn.set_read_timeout(Some(Duration::from_secs(10))))
             .map_err(|e| format!("socket: {e}"))?;
-        let (register, _) = read_frame(conn, nri_mux::RUNTIME_SERVICE_CONN, None)?;
+        let (register, _) = pending.read(conn, nri_mux::RUNTIME_SERVICE_CONN, None, false)?;
         // An empty response envelope: status OK, empty reply.
         let mut out = mux_frame(
             nri_mux::RUNTIME_SERVICE_CONN,
@@ -614,16 +616,13 @@ impl Script {
         )?;
         out.extend_from_slice(&self.configure);
         conn.write_all(&out).map_err(|e| format!("write: {e}"))?;
-        read_frame(
-            conn,
-            nri_mux::PLUGIN_SERVICE_CONN,
-            Some(SCRIPT_CONFIGURE_ID),
-        )?;
+        let plugin_conn = nri_mux::PLUGIN_SERVICE_CONN;
+        pending.read(conn, plugin_conn, Some(SCRIPT_CONFIGURE_ID), false)?;
         let started = Instant::now();
         for (i, message) in self.synchronize.iter().enumerate() {
             conn.write_all(message).map_err(|e| format!("write: {e}"))?;
             let id = SCRIPT_SYNCHRONIZE_ID + 2 * i as u32;
-            read_frame(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id))?;
+            pending.read(conn, plugin_conn, Some(id), false)?;
         }
         Ok((started, Instant::now()))
     }
@@ -631,40 +630,60 @@ impl Script {
 
 /// The smallest runtime a chain of plugins can have: registered by a
 /// [`Script`], each plugin sent its request recorded in advance (only the
-/// stream id written in), blocking calls, replies read and not decoded.
-struct ScriptedChain {
-    conns: Vec<std::os::unix::net::UnixStream>,
+/// stream id written in), replies read and not decoded; the sockets on the
+/// event loop (registered for reading only, as the mux's), read in
+/// blocking calls for [`Call::Blocking`].
+struct Chain {
+    conns: Vec<nri_mux::UnixTrunk>,
     /// Each plugin's request frame; the ttRPC stream id is at
     /// [`STREAM_ID_AT`].
     frames: Vec<Vec<u8>>,
     next_id: u32,
     pending: Vec<Pending>,
     plugins: Plugins,
+    /// The name each plugin's adjustments are merged under
+    /// ([`chain_plugin_name`]), made once so that no call times its making.
+    names: Vec<String>,
 }
 
 /// Where the ttRPC stream id sits in a frame: after the mux header and
 /// the ttRPC length.
 const STREAM_ID_AT: usize = nri_mux::HEADER_LEN + 4;
 
-impl ScriptedChain {
+/// How [`Chain::measure`] makes each call.
+#[derive(Clone, Copy)]
+enum Call {
+    /// The recorded frames, each reply read in blocking calls.
+    Blocking,
+    /// The recorded frames, each reply polled for up to this long (as
+    /// `nri_ttrpc::Client::with_busy_poll` does), then awaited.
+    Polled(Duration),
+    /// The protocol's own work: each request encoded from the result
+    /// merged so far, each reply decoded and merged, polled as above.
+    Encoding(Duration),
+}
+
+impl Chain {
     /// Starts `count` plugins as `bench` would (same binary, same
     /// configurations) on a socket of their own, `socket` in the bench's
     /// directory, and registers them.
-    async fn start(bench: &Bench, count: usize, socket: &str) -> Result<ScriptedChain, Failure> {
+    async fn start(bench: &Bench, count: usize, socket: &str) -> Result<Chain, Failure> {
+        use std::io::Write;
         let socket = bench.dir.path().join(socket);
         let listener = tokio::net::UnixListener::bind(&socket)
             .map_err(|e| format!("listen on {}: {e}", socket.display()))?;
         let script = Script::new()?;
         let mut conns = Vec::with_capacity(count);
+        let mut pending: Vec<Pending> = (0..count).map(|_| Pending::new()).collect();
         let mut plugins = Plugins(Vec::with_capacity(count));
-        for i in 0..count {
+        for (i, pending) in pending.iter_mut().enumerate() {
             plugins
                 .0
                 .push(bench.spawn_at(&socket, i, &format!("chain{i}"), &bench_config(i))?);
             let conn = accept_plugin(&listener, &format!("chain {i}")).await?;
             let mut conn = conn.into_std().map_err(|e| format!("chain {i}: {e}"))?;
             script
-                .serve(&mut conn)
+                .serve(&mut conn, pending)
                 .map_err(|e| format!("chain {i}: {e}"))?;
             conns.push(conn);
         }
@@ -673,40 +692,126 @@ impl ScriptedChain {
         let id = script.next_stream_id();
         let mut result = nri_adaptation::CreateResult::new(create_request(0));
         let mut frames = Vec::with_capacity(count);
-        for (i, conn) in conns.iter_mut().enumerate() {
-            use std::io::Write;
+        let names: Vec<String> = (0..count).map(chain_plugin_name).collect();
+        for (i, (conn, pending)) in conns.iter_mut().zip(&mut pending).enumerate() {
             let frame = request_frame(&result, id)?;
             conn.write_all(&frame)
                 .map_err(|e| format!("chain {i}: write: {e}"))?;
-            let (_, body) = read_frame(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id))?;
-            merge_reply(&mut result, &chain_plugin_name(i), &body)
-                .map_err(|e| format!("chain {i}: {e}"))?;
+            let (_, body) = pending.read(conn, nri_mux::PLUGIN_SERVICE_CONN, Some(id), true)?;
+            merge_reply(&mut result, &names[i], &body).map_err(|e| format!("chain {i}: {e}"))?;
             frames.push(frame);
         }
-        Ok(ScriptedChain {
-            pending: conns.iter().map(|_| Pending::new()).collect(),
+        let conns = conns
+            .into_iter()
+            .map(nri_mux::UnixTrunk::new)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("chain: {e}"))?;
+        Ok(Chain {
             conns,
             frames,
             next_id: id + 2,
+            pending,
             plugins,
+            names,
         })
     }
 
-    /// One call through every plugin, one after the other: each reply is
-    /// read as the event-loop chain reads it (whatever the socket holds,
-    /// frames taken from the buffer), but in blocking reads.
-    fn call(&mut self) -> Result<(), Failure> {
-        use std::io::{Read, Write};
+    /// `warmup` calls, then `n` measured ones, made as `how` says, the
+    /// first for container `first`; with [`Call::Encoding`], each measured
+    /// call's time spent on that work.
+    async fn measure(
+        &mut self,
+        first: usize,
+        (warmup, n): (usize, usize),
+        how: Call,
+    ) -> Result<(Timed, Vec<Duration>), Failure> {
+        let blocking = matches!(how, Call::Blocking);
+        if blocking {
+            self.set_blocking(true)?;
+        }
+        let (mut timed, mut work) = (Timed::new(warmup, n, &self.plugins), Vec::new());
+        while let Some(i) = timed.next()? {
+            let spent = match how {
+                Call::Blocking => self.call_blocking().map(|()| Duration::ZERO),
+                Call::Polled(poll) => self.call(poll).await.map(|()| Duration::ZERO),
+                Call::Encoding(poll) => self.call_encoding(first + i, poll).await,
+            }
+            .map_err(|e| format!("chain, call {i}: {e}"))?;
+            if i >= warmup {
+                work.push(spent);
+            }
+        }
+        if blocking {
+            self.set_blocking(false)?;
+        }
+        Ok((timed, work))
+    }
+
+    /// Puts the sockets in blocking mode, or back in non-blocking mode.
+    fn set_blocking(&self, blocking: bool) -> Result<(), Failure> {
+        for conn in &self.conns {
+            conn.get_ref()
+                .set_nonblocking(!blocking)
+                .map_err(|e| format!("chain: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// One call through every plugin, one after the other, each reply
+    /// read as [`Chain::call`] reads it (whatever the socket holds, frames
+    /// taken from the buffer), but in blocking reads.
+    fn call_blocking(&mut self) -> Result<(), Failure> {
+        use std::io::Write;
+        let id = next_request(&mut self.frames, &mut self.next_id);
+        let calls = self.conns.iter().zip(&mut self.pending);
+        for ((conn, pending), frame) in calls.zip(&self.frames) {
+            let mut sock = conn.get_ref();
+            sock.write_all(frame).map_err(|e| format!("write: {e}"))?;
+            pending.read(&mut sock, nri_mux::PLUGIN_SERVICE_CONN, Some(id), false)?;
+        }
+        Ok(())
+    }
+
+    /// One call doing the protocol's own work ([`Call::Encoding`]); returns
+    /// the time spent on that work.
+    async fn call_encoding(&mut self, i: usize, poll: Duration) -> Result<Duration, Failure> {
+        use tokio::io::AsyncWriteExt;
+        let id = self.next_id;
+        self.next_id += 2;
+        let started = Instant::now();
+        let mut result = nri_adaptation::CreateResult::new(create_request(i as i64));
+        let mut work = started.elapsed();
+        let calls = self
+            .conns
+            .iter_mut()
+            .zip(&mut self.pending)
+            .zip(&self.names);
+        for (k, ((conn, pending), name)) in calls.enumerate() {
+            let started = Instant::now();
+            let frame = request_frame(&result, id)?;
+            work += started.elapsed();
+            conn.write_all(&frame)
+                .await
+                .map_err(|e| format!("write: {e}"))?;
+            let body = await_reply(conn, pending, id, poll, true).await?;
+            let started = Instant::now();
+            merge_reply(&mut result, name, &body).map_err(|e| format!("plugin {k}: {e}"))?;
+            work += started.elapsed();
+        }
+        Ok(work)
+    }
+
+    /// One call through every plugin, each reply polled for up to `poll`,
+    /// then awaited.
+    async fn call(&mut self, poll: Duration) -> Result<(), Failure> {
+        use tokio::io::AsyncWriteExt;
         let id = next_request(&mut self.frames, &mut self.next_id);
         let calls = self.conns.iter_mut().zip(&mut self.pending);
         for ((conn, pending), frame) in calls.zip(&self.frames) {
-            conn.write_all(frame).map_err(|e| format!("write: {e}"))?;
-            while pending.take(id, false)?.is_none() {
-                let n = conn
-                    .read(pending.spare())
-                    .map_err(|e| format!("read: {e}"))?;
-                pending.filled(n)?;
-            }
+            conn.write_all(frame)
+                .await
+                .map_err(|e| format!("write: {e}"))?;
+            await_reply(conn, pending, id, poll, false).await?;
         }
         Ok(())
     }
@@ -724,8 +829,8 @@ fn request_frame(result: &nri_adaptation::CreateResult, id: u32) -> Result<Vec<u
     )
 }
 
-/// The name the scripted chains merge plugin `i`'s adjustments under, at
-/// the recording call and in the encoding chain alike.
+/// The name the chains merge plugin `i`'s adjustments under, at the
+/// recording call and in the encoding chain alike.
 fn chain_plugin_name(i: usize) -> String {
     format!("{i:02}-chain{i}")
 }
@@ -757,7 +862,9 @@ fn next_request(frames: &mut [Vec<u8>], next_id: &mut u32) -> u32 {
     id
 }
 
-/// Bytes read from one plugin's connection and not yet consumed.
+/// Bytes read from one plugin's connection and not yet consumed. Every
+/// message is expected in one mux frame (the scripted runtime's messages
+/// and the plugins' replies are small).
 struct Pending {
     buf: Vec<u8>,
     /// How much of `buf` holds bytes read.
@@ -775,19 +882,25 @@ impl Pending {
         }
     }
 
-    /// Consumes whole frames until the reply with ttRPC stream id `id` on
-    /// the plugin service connection and returns its ttRPC message (empty
-    /// unless `body`); `None` if it has not arrived yet.
-    fn take(&mut self, id: u32, body: bool) -> Result<Option<Vec<u8>>, Failure> {
+    /// Consumes whole frames until one on mux connection `conn` (with
+    /// ttRPC stream id `id`, if given) and returns its stream id and ttRPC
+    /// message (empty unless `body`); `None` if it has not arrived yet.
+    fn take(
+        &mut self,
+        conn: u32,
+        id: Option<u32>,
+        body: bool,
+    ) -> Result<Option<(u32, Vec<u8>)>, Failure> {
         let mut at = 0;
         let mut found = None;
-        while let Some((stream, used)) = complete_frame(&self.buf[at..self.len])? {
-            if stream == Some(id) {
+        while let Some((on, stream, used)) = complete_frame(&self.buf[at..self.len])? {
+            if on == conn && id.is_none_or(|id| id == stream) {
                 let start = at + nri_mux::HEADER_LEN + nri_ttrpc::frame::HEADER_LEN;
-                found = Some(match body {
+                let message = match body {
                     true => self.buf[start..at + used].to_vec(),
                     false => Vec::new(),
-                });
+                };
+                found = Some((stream, message));
                 at += used;
                 break;
             }
@@ -796,6 +909,23 @@ impl Pending {
         self.buf.copy_within(at..self.len, 0);
         self.len -= at;
         Ok(found)
+    }
+
+    /// As [`Pending::take`], reading `from` (blocking) until it arrives.
+    fn read(
+        &mut self,
+        from: &mut impl std::io::Read,
+        conn: u32,
+        id: Option<u32>,
+        body: bool,
+    ) -> Result<(u32, Vec<u8>), Failure> {
+        loop {
+            if let Some(frame) = self.take(conn, id, body)? {
+                return Ok(frame);
+            }
+            let n = from.read(self.spare()).map_err(|e| format!("read: {e}"))?;
+            self.filled(n)?;
+        }
     }
 
     /// Room for the next read.
@@ -816,115 +946,6 @@ impl Pending {
     }
 }
 
-/// The scripted chain on the event loop: sockets registered for reading
-/// only (as the mux's), each reply awaited in `epoll_wait`.
-struct EventLoopChain {
-    conns: Vec<nri_mux::UnixTrunk>,
-    frames: Vec<Vec<u8>>,
-    next_id: u32,
-    pending: Vec<Pending>,
-    plugins: Plugins,
-    /// The name each plugin's adjustments are merged under
-    /// ([`EventLoopChain::call_encoding`]; [`chain_plugin_name`]), made
-    /// once so that no call times its making.
-    names: Vec<String>,
-}
-
-impl EventLoopChain {
-    /// Moves `chain`'s connections and plugins onto the event loop.
-    fn from_blocking(chain: ScriptedChain) -> Result<EventLoopChain, Failure> {
-        let ScriptedChain {
-            conns,
-            frames,
-            next_id,
-            pending,
-            plugins,
-        } = chain;
-        let conns = conns
-            .into_iter()
-            .map(nri_mux::UnixTrunk::new)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("event-loop chain: {e}"))?;
-        let names = (0..conns.len()).map(chain_plugin_name).collect();
-        Ok(EventLoopChain {
-            names,
-            conns,
-            frames,
-            next_id,
-            pending,
-            plugins,
-        })
-    }
-
-    /// `args.warmup` calls, then `args.n` measured ones, each reply polled
-    /// for up to `poll`, each call made by [`EventLoopChain::call_encoding`]
-    /// if `encode` (each call's result: the time spent on that work).
-    async fn measure(
-        &mut self,
-        args: &Args,
-        poll: Duration,
-        encode: bool,
-    ) -> Result<(Timed, Vec<Duration>), Failure> {
-        let (mut timed, mut work) = (Timed::new(args.warmup, args.n, &self.plugins), Vec::new());
-        while let Some(i) = timed.next()? {
-            let spent = match encode {
-                true => self.call_encoding(i, poll).await,
-                false => self.call(poll).await.map(|()| Duration::ZERO),
-            }
-            .map_err(|e| format!("event-loop chain, call {i}: {e}"))?;
-            if i >= args.warmup {
-                work.push(spent);
-            }
-        }
-        Ok((timed, work))
-    }
-
-    /// One call doing the protocol's own work: each request encoded from
-    /// the result merged so far, each reply decoded and merged; returns the
-    /// time spent on that work.
-    async fn call_encoding(&mut self, i: usize, poll: Duration) -> Result<Duration, Failure> {
-        use tokio::io::AsyncWriteExt;
-        let id = self.next_id;
-        self.next_id += 2;
-        let started = Instant::now();
-        let mut result = nri_adaptation::CreateResult::new(create_request(i as i64));
-        let mut work = started.elapsed();
-        let calls = self
-            .conns
-            .iter_mut()
-            .zip(&mut self.pending)
-            .zip(&self.names);
-        for (k, ((conn, pending), name)) in calls.enumerate() {
-            let started = Instant::now();
-            let frame = request_frame(&result, id)?;
-            work += started.elapsed();
-            conn.write_all(&frame)
-                .await
-                .map_err(|e| format!("write: {e}"))?;
-            let body = await_reply(conn, pending, id, poll, true).await?;
-            let started = Instant::now();
-            merge_reply(&mut result, name, &body).map_err(|e| format!("plugin {k}: {e}"))?;
-            work += started.elapsed();
-        }
-        Ok(work)
-    }
-
-    /// One call through every plugin, each reply polled for up to `poll`
-    /// (as `nri_ttrpc::Client::with_busy_poll` does), then awaited.
-    async fn call(&mut self, poll: Duration) -> Result<(), Failure> {
-        use tokio::io::AsyncWriteExt;
-        let id = next_request(&mut self.frames, &mut self.next_id);
-        let calls = self.conns.iter_mut().zip(&mut self.pending);
-        for ((conn, pending), frame) in calls.zip(&self.frames) {
-            conn.write_all(frame)
-                .await
-                .map_err(|e| format!("write: {e}"))?;
-            await_reply(conn, pending, id, poll, false).await?;
-        }
-        Ok(())
-    }
-}
-
 /// Reads `conn` until the reply on stream `id` is whole, polled for up to
 /// `poll` then awaited; its ttRPC message (empty unless `body`).
 async fn await_reply(
@@ -937,7 +958,7 @@ async fn await_reply(
     use tokio::io::AsyncReadExt;
     let sent = Instant::now();
     loop {
-        if let Some(message) = pending.take(id, body)? {
+        if let Some((_, message)) = pending.take(nri_mux::PLUGIN_SERVICE_CONN, Some(id), body)? {
             return Ok(message);
         }
         let n = if sent.elapsed() < poll {
@@ -973,16 +994,15 @@ async fn look(conn: &mut nri_mux::UnixTrunk, buf: &mut [u8]) -> Option<std::io::
     .await
 }
 
-/// The first whole mux frame in `buf`: the ttRPC stream id it carries if
-/// it is for the plugin service connection, and its length; `None` if
-/// `buf` holds no whole frame yet.
-fn complete_frame(buf: &[u8]) -> Result<Option<(Option<u32>, usize)>, Failure> {
+/// The first whole mux frame in `buf`: its mux connection, the ttRPC
+/// stream id it carries and its length; `None` if `buf` holds no whole
+/// frame yet.
+fn complete_frame(buf: &[u8]) -> Result<Option<(u32, u32, usize)>, Failure> {
     let Some(head) = buf.get(..nri_mux::HEADER_LEN) else {
         return Ok(None);
     };
-    let conn = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-    let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]) as usize;
-    let total = nri_mux::HEADER_LEN + len;
+    let mux = nri_mux::FrameHeader::decode(head.try_into().map_err(|_| "short header")?);
+    let total = nri_mux::HEADER_LEN + mux.len as usize;
     let Some(frame) = buf.get(nri_mux::HEADER_LEN..total) else {
         return Ok(None);
     };
@@ -991,10 +1011,14 @@ fn complete_frame(buf: &[u8]) -> Result<Option<(Option<u32>, usize)>, Failure> {
         .and_then(|h| h.try_into().ok())
         .ok_or("mux frame shorter than a ttRPC header")?;
     let header = nri_ttrpc::frame::FrameHeader::decode(ttrpc);
-    Ok(Some((
-        (conn == nri_mux::PLUGIN_SERVICE_CONN).then_some(header.stream_id),
-        total,
-    )))
+    if header.length as usize != frame.len() - nri_ttrpc::frame::HEADER_LEN {
+        return Err(format!(
+            "a ttRPC message of {} bytes in a mux frame of {}",
+            header.length,
+            frame.len()
+        ));
+    }
+    Ok(Some((mux.id, header.stream_id, total)))
 }
 
 /// The next plugin connecting to `listener`, within 30 s; `who` names it
@@ -1010,7 +1034,8 @@ async fn accept_plugin(
     Ok(conn)
 }
 
-/// One ttRPC message as mux frames on `conn`.
+/// One ttRPC message as mux frames on `conn`, split as every mux writes
+/// one message ([`nri_mux::encode_frames`]).
 fn mux_frame(conn: u32, stream_id: u32, kind: u8, body: &[u8]) -> Result<Vec<u8>, Failure> {
     let length = u32::try_from(body.len()).map_err(|_| "scripted message too long")?;
     let header = nri_ttrpc::frame::FrameHeader {
@@ -1019,58 +1044,10 @@ fn mux_frame(conn: u32, stream_id: u32, kind: u8, body: &[u8]) -> Result<Vec<u8>
         kind,
         flags: 0,
     };
-    let mut message = Vec::with_capacity(nri_ttrpc::frame::HEADER_LEN + body.len());
-    message.extend_from_slice(&header.encode());
-    message.extend_from_slice(body);
-    // As every mux writes one message: a first frame that fits a Go
-    // reader's buffer, then the rest in frames as large as allowed.
-    let (first, rest) = message.split_at(message.len().min(nri_mux::GO_READ_BUFFER));
-    let mut out = Vec::with_capacity(message.len() + 2 * nri_mux::HEADER_LEN);
-    for part in std::iter::once(first).chain(rest.chunks(nri_mux::MAX_FRAME_PAYLOAD)) {
-        let len = u32::try_from(part.len()).map_err(|_| "scripted message too long")?;
-        out.extend_from_slice(&conn.to_be_bytes());
-        out.extend_from_slice(&len.to_be_bytes());
-        out.extend_from_slice(part);
-    }
-    Ok(out)
-}
-
-/// Reads frames until one for `conn` (with ttRPC stream id `stream`, if
-/// given) and returns its stream id and ttRPC message body; other frames
-/// are skipped. Every message is expected in one mux frame (the scripted
-/// runtime's messages and the plugins' replies are small).
-fn read_frame(
-    conn: &mut std::os::unix::net::UnixStream,
-    want_conn: u32,
-    stream: Option<u32>,
-) -> Result<(u32, Vec<u8>), Failure> {
-    use std::io::Read;
-    loop {
-        let mut head = [0u8; nri_mux::HEADER_LEN + nri_ttrpc::frame::HEADER_LEN];
-        conn.read_exact(&mut head)
-            .map_err(|e| format!("read frame header: {e}"))?;
-        let [c0, c1, c2, c3, l0, l1, l2, l3, rest @ ..] = head;
-        let (id, len) = (
-            u32::from_be_bytes([c0, c1, c2, c3]),
-            u32::from_be_bytes([l0, l1, l2, l3]) as usize,
-        );
-        let ttrpc = nri_ttrpc::frame::FrameHeader::decode(&rest);
-        let body = len
-            .checked_sub(nri_ttrpc::frame::HEADER_LEN)
-            .ok_or("mux frame shorter than a ttRPC header")?;
-        let mut message = vec![0u8; body];
-        conn.read_exact(&mut message)
-            .map_err(|e| format!("read frame: {e}"))?;
-        if ttrpc.length as usize != body {
-            return Err(format!(
-                "a ttRPC message of {} bytes in a mux frame of {body}",
-                ttrpc.length
-            ));
-        }
-        if id == want_conn && stream.is_none_or(|s| s == ttrpc.stream_id) {
-            return Ok((ttrpc.stream_id, message));
-        }
-    }
+    let mut out = bytes::BytesMut::new();
+    let message = [&header.encode()[..], body].concat();
+    nri_mux::encode_frames(&mut out, conn, &message, nri_mux::GO_READ_BUFFER);
+    Ok(out.to_vec())
 }
 
 /// CreateContainer of container `i` on `nri`, its merged adjustment checked
@@ -1169,7 +1146,7 @@ struct Turns {
 }
 
 /// Our runtime's CreateContainer and the chain doing the protocol's own
-/// work ([`EventLoopChain::call_encoding`]) on fresh plugins, `args.n`
+/// work ([`Call::Encoding`]) on fresh plugins, `args.n`
 /// calls each in alternating turns of [`TURN`], so both are measured at
 /// the same moments.
 async fn measure_in_turns(
@@ -1178,15 +1155,9 @@ async fn measure_in_turns(
     args: &Args,
     window: Duration,
 ) -> Result<Turns, Failure> {
-    let mut chain =
-        EventLoopChain::from_blocking(ScriptedChain::start(b, args.plugins, "turns.sock").await?)?;
-    let mut warm = Timed::new(args.warmup, 0, &Plugins(Vec::new()));
-    while let Some(i) = warm.next()? {
-        chain
-            .call_encoding(i, window)
-            .await
-            .map_err(|e| format!("chain in turns, call {i}: {e}"))?;
-    }
+    let mut chain = Chain::start(b, args.plugins, "turns.sock").await?;
+    let encoding = Call::Encoding(window);
+    chain.measure(0, (args.warmup, 0), encoding).await?;
     let (mut ours, mut theirs) = (Vec::with_capacity(args.n), Vec::with_capacity(args.n));
     // Ticks of (runtime, plugins) during our turns and during the chain's.
     let (mut ours_ticks, mut chain_ticks) = ((0, 0), (0, 0));
@@ -1204,13 +1175,7 @@ async fn measure_in_turns(
         add(&mut ours_ticks, &timed);
         ours.extend(timed.samples);
         i += turn;
-        let mut timed = Timed::new(0, turn, &chain.plugins);
-        while let Some(k) = timed.next()? {
-            chain
-                .call_encoding(i + k, window)
-                .await
-                .map_err(|e| format!("chain in turns, call {}: {e}", i + k))?;
-        }
+        let (timed, _) = chain.measure(i, (0, turn), encoding).await?;
         add(&mut chain_ticks, &timed);
         theirs.extend(timed.samples);
         i += turn;
@@ -1251,24 +1216,22 @@ async fn run_create(args: &Args) -> Result<Report, Failure> {
     let turns = measure_in_turns(&b, &plugins, args, window).await?;
     drop(plugins);
 
-    // The same plugins behind the smallest possible runtime.
-    let mut chain = ScriptedChain::start(&b, args.plugins, "chain.sock").await?;
-    let mut blocking = Timed::new(args.warmup, args.n, &chain.plugins);
-    while let Some(i) = blocking.next()? {
-        chain
-            .call()
-            .map_err(|e| format!("scripted chain, call {i}: {e}"))?;
-    }
+    // The same plugins behind the smallest possible runtime: blocking
+    // reads, then the same frames awaited on the event loop (first waiting
+    // to be woken at once, then polling as our runtime does), then doing
+    // the protocol's own work.
+    let mut chain = Chain::start(&b, args.plugins, "chain.sock").await?;
+    let calls = (args.warmup, args.n);
+    let (blocking, _) = chain.measure(0, calls, Call::Blocking).await?;
     let (scripted_runtime_cpu, scripted_plugins_cpu) = blocking.cpu_per_call();
-    // The same plugins and frames again, awaited on the event loop: first
-    // waiting to be woken at once, then polling as our runtime does.
-    let mut chain = EventLoopChain::from_blocking(chain)?;
-    let (looped, _) = chain.measure(args, Duration::ZERO, false).await?;
+    let (looped, _) = chain
+        .measure(0, calls, Call::Polled(Duration::ZERO))
+        .await?;
     let polling = match window.is_zero() {
         true => None,
-        false => Some(chain.measure(args, window, false).await?.0),
+        false => Some(chain.measure(0, calls, Call::Polled(window)).await?.0),
     };
-    let (encoding, encoding_work) = chain.measure(args, window, true).await?;
+    let (encoding, encoding_work) = chain.measure(0, calls, Call::Encoding(window)).await?;
     drop(chain);
     b.stop().await;
     Ok(Report {
