@@ -20,18 +20,24 @@ use nri_ttrpc::proto;
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
+/// The pod of every bench request (`pod0`); the Go bench programs send
+/// the same one.
+pub fn bench_pod() -> PodSandbox {
+    PodSandbox {
+        id: "pod0".into(),
+        name: "pod0".into(),
+        uid: "uid0".into(),
+        namespace: "default".into(),
+        ..Default::default()
+    }
+}
+
 /// The CreateContainer request of call `i`; the Go bench runtime sends the
 /// same one.
 pub fn create_request(i: i64) -> CreateContainerRequest {
     let id = format!("ctr{i}");
     CreateContainerRequest {
-        pod: Some(PodSandbox {
-            id: "pod0".into(),
-            name: "pod0".into(),
-            uid: "uid0".into(),
-            namespace: "default".into(),
-            ..Default::default()
-        }),
+        pod: Some(bench_pod()),
         container: Some(Container {
             id: id.clone(),
             pod_sandbox_id: "pod0".into(),

@@ -103,21 +103,22 @@ pub const LIFECYCLE_V012: [&str; 16] = [
 ];
 
 /// [`LIFECYCLE_V012`] as NRI v0.9 delivers it: no pod update, no validation.
-pub const LIFECYCLE_V09: [&str; 13] = [
-    "Configure",
-    "Synchronize",
-    "RunPodSandbox",
-    "CreateContainer",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "UpdateContainer",
-    "PostUpdateContainer",
-    "StopContainer",
-    "RemoveContainer",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-];
+///
+/// ```
+/// let old = nri_interop::lifecycle_v09();
+/// assert_eq!(old.len(), 13);
+/// assert_eq!(old[3], "CreateContainer");
+/// ```
+pub fn lifecycle_v09() -> Vec<&'static str> {
+    events_without(
+        &LIFECYCLE_V012,
+        &[
+            "UpdatePodSandbox",
+            "PostUpdatePodSandbox",
+            "ValidateContainerAdjustment",
+        ],
+    )
+}
 
 /// `events` without the ones named in `left_out`, in order.
 pub fn events_without<'a>(events: &[&'a str], left_out: &[&str]) -> Vec<&'a str> {

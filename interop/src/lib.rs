@@ -47,8 +47,8 @@ pub mod workspace;
 
 pub use error::{HarnessError, Result};
 pub use files::{
-    event_names, events_without, read_event_log, read_json, wait_for_events, wait_for_path,
-    write_json, LIFECYCLE_V012, LIFECYCLE_V09,
+    event_names, events_without, lifecycle_v09, read_event_log, read_json, wait_for_events,
+    wait_for_path, write_json, LIFECYCLE_V012,
 };
 pub use go_build::{bin_dir, harness_bin, harness_programs, interop_dir, wasm_plugin};
 pub use process::{

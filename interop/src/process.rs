@@ -31,10 +31,23 @@ impl GoProcess {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let bin = harness_bin(program);
+        Self::spawn_bin(&harness_bin(program), args, stderr_path)
+    }
+
+    /// Starts the executable `bin` (a harness program or any other) with
+    /// `args`, writing its standard error to `stderr_path`.
+    pub fn spawn_bin<I, S>(bin: &Path, args: I, stderr_path: &Path) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let program = bin.file_name().map_or_else(
+            || bin.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         let stderr = File::create(stderr_path)
             .map_err(|e| HarnessError::io(format!("create {}", stderr_path.display()), e))?;
-        let child = Command::new(&bin)
+        let child = Command::new(bin)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -43,7 +56,7 @@ impl GoProcess {
             .map_err(|e| HarnessError::io(format!("spawn {}", bin.display()), e))?;
         Ok(Self {
             child,
-            program: program.to_owned(),
+            program,
             stderr_path: stderr_path.to_owned(),
         })
     }

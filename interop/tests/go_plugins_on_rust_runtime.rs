@@ -78,18 +78,7 @@ fn run_preinstalled(
     for (id, config) in plugins {
         install_go_plugin(&plugin_dir, &conf_dir, program, id, config);
     }
-    Running::spawn(
-        Rt::Rust,
-        dir,
-        scenario,
-        &[
-            "-plugin-dir".as_ref(),
-            plugin_dir.as_os_str(),
-            "-plugin-config-dir".as_ref(),
-            conf_dir.as_os_str(),
-        ],
-    )
-    .finish(TIMEOUT)
+    Running::with_plugin_dirs(Rt::Rust, dir, scenario, &plugin_dir, &conf_dir)
 }
 
 /// Runs the every-event scenario on our runtime with `program` as plugin
@@ -216,7 +205,7 @@ fn old_plugin_gets_notifications_by_state_change_external_and_pre_installed() {
         check_runtime_side(&out, &events);
         assert_eq!(
             lifecycle(&events),
-            [&nri_interop::LIFECYCLE_V09[..], &["Shutdown"]].concat(),
+            [&nri_interop::lifecycle_v09()[..], &["Shutdown"]].concat(),
             "external: {external}"
         );
         for e in events.iter().filter(|e| e.get("rpc").is_some()) {

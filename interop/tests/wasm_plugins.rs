@@ -100,18 +100,7 @@ fn run(rt: Rt, base: &Path, scenario: &Value, plugins: &[(&str, &str, Value)]) -
             std::fs::write(conf_dir.join(format!("{file}.conf")), config.to_string()).unwrap();
         }
     }
-    Running::spawn(
-        rt,
-        &dir,
-        scenario,
-        &[
-            "-plugin-dir".as_ref(),
-            plugin_dir.as_os_str(),
-            "-plugin-config-dir".as_ref(),
-            conf_dir.as_os_str(),
-        ],
-    )
-    .finish(TIMEOUT)
+    Running::with_plugin_dirs(rt, &dir, scenario, &plugin_dir, &conf_dir)
 }
 
 /// Pre-installed plugins are configured and synchronized before the first

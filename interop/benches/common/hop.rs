@@ -21,9 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nri_api::service::{plugin, PLUGIN_SERVICE};
-use nri_api::{
-    Container, ContainerState, PodSandbox, StartContainerRequest, StartContainerResponse,
-};
+use nri_api::{Container, ContainerState, StartContainerRequest, StartContainerResponse};
 use nri_mux::{Mux, MuxOptions, HEADER_LEN as MUX_HEADER_LEN, PLUGIN_SERVICE_CONN};
 use nri_ttrpc::frame::HEADER_LEN as TTRPC_HEADER_LEN;
 use nri_ttrpc::{proto, Client, RequestContext, Server, Status};
@@ -103,13 +101,7 @@ pub struct GoReport {
 /// The request of every measured call; `nri-wire-bench` sends the same one.
 fn bench_request() -> StartContainerRequest {
     StartContainerRequest {
-        pod: Some(PodSandbox {
-            id: "pod0".into(),
-            name: "pod0".into(),
-            uid: "uid0".into(),
-            namespace: "default".into(),
-            ..Default::default()
-        }),
+        pod: Some(nri_interop::bench::bench_pod()),
         container: Some(Container {
             id: "ctr0".into(),
             pod_sandbox_id: "pod0".into(),

@@ -4,11 +4,9 @@
 
 pub mod runtimes;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
 use nri_interop::{event_names, wait_for_path, write_json, RefRuntime};
 use serde_json::Value;
@@ -46,63 +44,29 @@ pub fn build_example(name: &str) -> PathBuf {
 
 /// A plugin process (any executable), killed when dropped.
 #[derive(Debug)]
-pub struct PluginProcess {
-    child: Child,
-    stderr_path: PathBuf,
-}
+pub struct PluginProcess(nri_interop::GoProcess);
 
 impl PluginProcess {
     /// Starts `bin` with `args`, standard error to `stderr_path`.
     pub fn spawn(bin: &Path, args: &[&std::ffi::OsStr], stderr_path: &Path) -> PluginProcess {
-        let stderr = File::create(stderr_path).unwrap();
-        let child = Command::new(bin)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
-        PluginProcess {
-            child,
-            stderr_path: stderr_path.to_owned(),
-        }
+        PluginProcess(nri_interop::GoProcess::spawn_bin(bin, args, stderr_path).unwrap())
     }
 
     /// Waits for the process to exit; panics (after killing it) on timeout.
     pub fn wait_timeout(&mut self, timeout: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            if start.elapsed() >= timeout {
-                self.kill();
-                panic!(
-                    "plugin did not exit in {timeout:?}; stderr:\n{}",
-                    self.stderr()
-                );
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
+        self.0
+            .wait_timeout(timeout)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Kills the process if it still runs, and reaps it.
     pub fn kill(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
+        self.0.kill();
     }
 
     /// Standard error so far.
     pub fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
-    }
-}
-
-impl Drop for PluginProcess {
-    fn drop(&mut self) {
-        self.kill();
+        self.0.stderr()
     }
 }
 

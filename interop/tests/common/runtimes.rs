@@ -79,6 +79,24 @@ impl Running {
         (running, socket)
     }
 
+    /// Starts `rt` on `scenario` with the pre-installed plugins of
+    /// `plugin_dir`, configured from `conf_dir`, and waits for its output.
+    pub fn with_plugin_dirs(
+        rt: Rt,
+        dir: &Path,
+        scenario: &Value,
+        plugin_dir: &Path,
+        conf_dir: &Path,
+    ) -> RuntimeOutput {
+        let dirs: [&OsStr; 4] = [
+            "-plugin-dir".as_ref(),
+            plugin_dir.as_os_str(),
+            "-plugin-config-dir".as_ref(),
+            conf_dir.as_os_str(),
+        ];
+        Running::spawn(rt, dir, scenario, &dirs).finish(TIMEOUT)
+    }
+
     /// Waits for the runner and parses its output document.
     pub fn finish(mut self, timeout: Duration) -> RuntimeOutput {
         let status = self.process.wait_timeout(timeout);
