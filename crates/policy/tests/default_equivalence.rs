@@ -6,19 +6,53 @@
 
 use nri_api::security_profile::ProfileType;
 use nri_api::{
-    CompoundFieldOwners, Field, LinuxContainer, LinuxContainerAdjustment, SecurityProfile,
+    CompoundFieldOwners, Container, ContainerAdjustment, Field, FieldOwners, LinuxContainer,
+    LinuxContainerAdjustment, OwningPlugins, PluginInstance, PodSandbox, SecurityProfile,
     ValidateContainerAdjustmentRequest,
 };
 use nri_policy::{Policy, PolicyValidator};
 use nri_validator::{DefaultValidator, DefaultValidatorConfig, REQUIRED_PLUGINS_ANNOTATION};
 use proptest::prelude::*;
 
-// The default validator's own test requests.
-#[path = "../../validator/src/validator/test_requests.rs"]
-mod test_requests;
-use test_requests::{fields, instance, request, CTR, NAME};
+const CTR: &str = "ctr0";
+const NAME: &str = "ctr-name";
 
 type Req = ValidateContainerAdjustmentRequest;
+
+fn request() -> Req {
+    Req {
+        pod: Some(PodSandbox {
+            id: "pod0".into(),
+            name: "pod".into(),
+            namespace: "default".into(),
+            ..Default::default()
+        }),
+        container: Some(Container {
+            id: CTR.into(),
+            name: NAME.into(),
+            ..Default::default()
+        }),
+        adjust: Some(ContainerAdjustment::default()),
+        owners: Some(OwningPlugins::default()),
+        plugins: vec![instance("00", "default-validator")],
+        ..Default::default()
+    }
+}
+
+fn instance(index: &str, name: &str) -> PluginInstance {
+    PluginInstance {
+        name: name.into(),
+        index: index.into(),
+    }
+}
+
+fn fields(req: &mut Req) -> &mut FieldOwners {
+    req.owners
+        .get_or_insert_with(Default::default)
+        .owners
+        .entry(CTR.into())
+        .or_default()
+}
 
 fn simple(mut req: Req, field: Field, owner: &str) -> Req {
     fields(&mut req).simple.insert(field as i32, owner.into());

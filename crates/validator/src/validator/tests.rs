@@ -1,12 +1,48 @@
 use nri_api::{
-    CompoundFieldOwners, Field, LinuxContainer, LinuxContainerAdjustment, SecurityProfile,
+    CompoundFieldOwners, Container, ContainerAdjustment, Field, FieldOwners, LinuxContainer,
+    LinuxContainerAdjustment, OwningPlugins, PluginInstance, PodSandbox, SecurityProfile,
 };
 
 use super::*;
 
-#[path = "test_requests.rs"]
-mod test_requests;
-use test_requests::{fields, instance, request, CTR, NAME};
+const CTR: &str = "ctr0";
+const NAME: &str = "ctr-name";
+
+/// A request for container `CTR` (named `NAME`) with an empty adjustment.
+fn request() -> ValidateContainerAdjustmentRequest {
+    ValidateContainerAdjustmentRequest {
+        pod: Some(PodSandbox {
+            id: "pod0".into(),
+            name: "pod".into(),
+            namespace: "default".into(),
+            ..Default::default()
+        }),
+        container: Some(Container {
+            id: CTR.into(),
+            name: NAME.into(),
+            ..Default::default()
+        }),
+        adjust: Some(ContainerAdjustment::default()),
+        owners: Some(OwningPlugins::default()),
+        plugins: vec![instance("00", "default-validator")],
+        ..Default::default()
+    }
+}
+
+fn instance(index: &str, name: &str) -> PluginInstance {
+    PluginInstance {
+        name: name.into(),
+        index: index.into(),
+    }
+}
+
+fn fields(req: &mut ValidateContainerAdjustmentRequest) -> &mut FieldOwners {
+    req.owners
+        .get_or_insert_with(Default::default)
+        .owners
+        .entry(CTR.into())
+        .or_default()
+}
 
 fn set_simple(req: &mut ValidateContainerAdjustmentRequest, field: Field, owner: &str) {
     fields(req).simple.insert(field as i32, owner.into());
