@@ -119,38 +119,52 @@ pub struct Containerd {
     starts: u32,
     // Dropped after the daemon and its shims are stopped (fields drop after
     // `Drop::drop`).
-    _shim_dir: Option<ShimSocketDir>,
+    _shim_dir: ShimSocketDir,
     _tmp: tempfile::TempDir,
 }
 
-/// The directory containerd 1.x's shims put their sockets in whatever the
-/// configuration says (`/run/containerd/s`, a constant of that release).
+/// The directory containerd's shims put their sockets in whatever the
+/// configuration says (`/run/containerd/s`, a constant of 1.7 and 2.4 alike).
 const SHIM_SOCKET_DIR: &str = "/run/containerd/s";
 
-/// Test processes' containerd 1.x daemons that share [`SHIM_SOCKET_DIR`],
-/// and which of it and its parent were absent before the first of them.
-static SHIM_DIR_USERS: std::sync::Mutex<(usize, Vec<PathBuf>)> =
-    std::sync::Mutex::new((0, Vec::new()));
+/// Claims on [`SHIM_SOCKET_DIR`] held by this process's daemons.
+static SHIM_DIR_USERS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
 
-/// A claim on [`SHIM_SOCKET_DIR`]: when the last claim of the process ends
-/// (its containerd stopped), the directories it found absent are removed
-/// again if they are empty, so the host keeps no trace of the tests.
+/// Where the test processes note which of [`SHIM_SOCKET_DIR`] and its
+/// parent one of their daemons found absent (one path a line). Test
+/// processes run side by side, so the last to stop removes them.
+fn shim_dir_marker() -> PathBuf {
+    std::env::temp_dir().join("nri-e2e-created-shim-socket-dir")
+}
+
+/// A claim on [`SHIM_SOCKET_DIR`], taken before a daemon starts: the
+/// directories it finds absent are noted in [`shim_dir_marker`]. When the
+/// last claim of the process ends (its daemons stopped), the noted
+/// directories are removed again if they are empty, so the host keeps no
+/// trace of the tests; directories another test process still uses stay
+/// noted for that process to remove.
 #[derive(Debug)]
-struct ShimSocketDir;
+pub(crate) struct ShimSocketDir;
 
 impl ShimSocketDir {
-    fn claim() -> ShimSocketDir {
+    pub(crate) fn claim() -> ShimSocketDir {
         let mut users = SHIM_DIR_USERS.lock().unwrap_or_else(|e| e.into_inner());
-        if users.0 == 0 {
-            let dir = Path::new(SHIM_SOCKET_DIR);
-            users.1 = [Some(dir), dir.parent()]
-                .into_iter()
-                .flatten()
-                .filter(|d| !d.exists())
-                .map(Path::to_path_buf)
-                .collect();
+        let dir = Path::new(SHIM_SOCKET_DIR);
+        let absent: String = [Some(dir), dir.parent()]
+            .into_iter()
+            .flatten()
+            .filter(|d| !d.exists())
+            .map(|d| format!("{}\n", d.display()))
+            .collect();
+        if !absent.is_empty() {
+            use std::io::Write;
+            let _ = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(shim_dir_marker())
+                .and_then(|mut f| f.write_all(absent.as_bytes()));
         }
-        users.0 += 1;
+        *users += 1;
         ShimSocketDir
     }
 }
@@ -158,16 +172,29 @@ impl ShimSocketDir {
 impl Drop for ShimSocketDir {
     fn drop(&mut self) {
         let mut users = SHIM_DIR_USERS.lock().unwrap_or_else(|e| e.into_inner());
-        users.0 -= 1;
-        if users.0 == 0 {
-            let created = std::mem::take(&mut users.1);
-            if created.iter().any(|d| d == Path::new(SHIM_SOCKET_DIR)) {
-                clear_shim_sockets(Path::new(SHIM_SOCKET_DIR));
+        *users -= 1;
+        if *users > 0 {
+            return;
+        }
+        let marker = shim_dir_marker();
+        let Ok(noted) = fs::read_to_string(&marker) else {
+            return;
+        };
+        let dir = Path::new(SHIM_SOCKET_DIR);
+        // Innermost first; `remove_dir` leaves a directory that is not empty.
+        let mut left = false;
+        for created in [Some(dir), dir.parent()].into_iter().flatten() {
+            if !noted.lines().any(|l| Path::new(l) == created) {
+                continue;
             }
-            // Innermost first; `remove_dir` leaves a directory that is not empty.
-            for dir in created {
-                let _ = fs::remove_dir(dir);
+            if created == dir {
+                clear_shim_sockets(dir);
             }
+            let _ = fs::remove_dir(created);
+            left |= created.exists();
+        }
+        if !left {
+            let _ = fs::remove_file(marker);
         }
     }
 }
@@ -217,10 +244,7 @@ impl Containerd {
         let bins = binaries(&options.version)?;
         let busybox = image::busybox()?;
         let pause = image::pause()?;
-        let shim_dir = options
-            .version
-            .starts_with("v1.")
-            .then(ShimSocketDir::claim);
+        let shim_dir = ShimSocketDir::claim();
         let (tmp, layout) = Layout::create("nri-e2e-ctrd-", "containerd.sock", &options)?;
         let config = layout.dir.join("config.toml");
         let text = edit(config_toml(&layout, &bins, &options, &pause.name)?);

@@ -16,6 +16,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -97,6 +98,17 @@ impl Crio {
             r#"{"default": [{"type": "insecureAcceptAnything"}]}"#,
         )
         .map_err(|e| E2eError::io("write policy.json", e))?;
+        // crun with the test's state root (see `config_toml`).
+        let crun = layout.dir.join("crun.sh");
+        fs::write(
+            &crun,
+            format!(
+                "#!/bin/sh\nexec {CRUN} --root {:?} \"$@\"\n",
+                layout.dir.join("crun")
+            ),
+        )
+        .and_then(|()| fs::set_permissions(&crun, fs::Permissions::from_mode(0o755)))
+        .map_err(|e| E2eError::io("write crun.sh", e))?;
         for img in [&busybox, &pause] {
             copy_image(&layout.dir, img)?;
         }
@@ -169,9 +181,20 @@ fn copy_image(dir: &Path, image: &ImageArchive) -> Result<()> {
     Ok(())
 }
 
+/// Debian's crun, when installed (the podman-with-crun test installs it).
+const CRUN: &str = "/usr/bin/crun";
+
 fn config_toml(layout: &Layout, bin_dir: &Path, o: &Options, pause: &str) -> Result<String> {
     let d = layout.dir.display();
     let port = free_port()?;
+    // CRI-O asks every runtime it knows for its version at start-up, crun
+    // among them when it is installed, and crun creates its state root
+    // (`/run/crun` by default) even for `--version`: through `crun.sh`
+    // (written by `start_with_config`) it is given the test's own.
+    let crun_path = match Path::new(CRUN).exists() {
+        true => format!("runtime_path = \"{d}/crun.sh\"\n"),
+        false => String::new(),
+    };
     Ok(format!(
         "[crio]\nroot = \"{d}/storage\"\nrunroot = \"{d}/run\"\nstorage_driver = \"overlay\"\n\
          log_dir = \"{d}/logs\"\nversion_file = \"{d}/version\"\n\
@@ -183,7 +206,7 @@ fn config_toml(layout: &Layout, bin_dir: &Path, o: &Options, pause: &str) -> Res
          container_attach_socket_dir = \"{d}/attach\"\nhooks_dir = [\"{d}/hooks.d\"]\n\
          [crio.runtime.runtimes.runc]\nruntime_path = \"/usr/sbin/runc\"\n\
          runtime_root = \"{d}/runc\"\nmonitor_path = \"/usr/bin/conmon\"\n\
-         [crio.runtime.runtimes.crun]\nruntime_root = \"{d}/crun\"\n\
+         [crio.runtime.runtimes.crun]\n{crun_path}runtime_root = \"{d}/crun\"\n\
          monitor_path = \"/usr/bin/conmon\"\n\
          [crio.image]\npause_image = \"{pause}\"\npause_command = \"\"\n\
          signature_policy = \"{d}/policy.json\"\n\

@@ -4,9 +4,10 @@
 //! containerd (the suite's containerd release, its root, state and sockets
 //! under the same directory, its own NRI and CRI off), runc 1.3 as its
 //! runtime, and a docker CLI for it. Nothing of a host Docker is used:
-//! not `/var/run/docker.sock`, `/var/lib/docker`, `/etc/docker` or
-//! `/run/containerd` (the shims of containerd 2.4, which it runs, make
-//! nothing there; those of 1.6 would make `/run/containerd/s`).
+//! not `/var/run/docker.sock`, `/var/lib/docker` or `/etc/docker`. The
+//! shims put their sockets in `/run/containerd/s` whatever the
+//! configuration says; the directories are removed again when the last
+//! daemon of the tests stops, if the tests made them.
 //!
 //! ```no_run
 //! use nri_e2e::docker::{Docker, DockerOptions};
@@ -142,6 +143,8 @@ pub struct Docker {
     made_run_docker: bool,
     dockerd: Option<Daemon>,
     containerd: Option<Daemon>,
+    // Dropped after the daemons are stopped (fields drop after `Drop::drop`).
+    _shim_dir: containerd::ShimSocketDir,
     _tmp: tempfile::TempDir,
 }
 
@@ -203,6 +206,7 @@ impl Docker {
             made_run_docker,
             dockerd: None,
             containerd: None,
+            _shim_dir: containerd::ShimSocketDir::claim(),
             dir,
             _tmp: tmp,
         };
