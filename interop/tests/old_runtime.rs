@@ -32,12 +32,12 @@ fn scenario(steps: Value) -> Value {
 fn state_change_events_reach_the_dedicated_handlers() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("events.jsonl");
+    let v09 = nri_interop::lifecycle_v09();
     // Every pod and container event NRI v0.9 knows, in order.
-    let steps = pod0_steps(&nri_interop::lifecycle_v09()[2..], cpu_shares(256));
+    let steps = pod0_steps(&v09[2..], cpu_shares(256));
     let config = json!({
         "log": log,
-        // Every event NRI v0.9 knows.
-        "events": &nri_interop::lifecycle_v09()[2..],
+        "events": &v09[2..],
         "adjust": {"annotations": {"old.example.com/seen": "yes"}}
     });
     let (runtime, socket) =
@@ -56,7 +56,7 @@ fn state_change_events_reach_the_dedicated_handlers() {
     assert!(status.success(), "{status}: {}", plugin.stderr());
 
     let events = read_event_log(&log).unwrap();
-    assert_eq!(lifecycle(&events), nri_interop::lifecycle_v09());
+    assert_eq!(lifecycle(&events), v09);
 
     // The runtime did not report its NRI version; the stub inferred it.
     let configure = entry(&events, "Configure");
